@@ -1,0 +1,58 @@
+//! The CUDA backend: device contexts, device storage, and (in the submodules)
+//! NVRTC compilation and the launch of the templated `reduce_kernel`.
+//!
+//! Everything is loaded at run time (`cudarc` with `dynamic-loading`), so the
+//! crate builds without a CUDA toolkit and a machine without a driver gets an
+//! [`Error::CudaUnavailable`] instead of a panic.
+
+mod storage;
+
+pub(crate) use storage::CudaStorage;
+
+use crate::{Error, Result};
+use cudarc::driver::{CudaContext, DriverError};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Whether the CUDA driver library can be loaded on this machine.
+pub fn driver_present() -> bool {
+    // SAFETY: only probes for the shared library; loads nothing else.
+    unsafe { cudarc::driver::sys::is_culib_present() }
+}
+
+/// Number of CUDA devices, 0 when there is no driver.
+pub fn device_count() -> usize {
+    if !driver_present() {
+        return 0;
+    }
+    CudaContext::device_count().map(|n| n.max(0) as usize).unwrap_or(0)
+}
+
+/// The (primary) context of device `ordinal`, created once per process.
+pub(crate) fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
+    static CONTEXTS: OnceLock<Mutex<HashMap<usize, Arc<CudaContext>>>> = OnceLock::new();
+    if !driver_present() {
+        return Err(Error::CudaUnavailable("the CUDA driver library (libcuda) could not be loaded".into()));
+    }
+    let count = device_count();
+    if ordinal >= count {
+        return Err(Error::CudaUnavailable(format!("device {ordinal} requested but {count} CUDA device(s) present")));
+    }
+    let mut map = CONTEXTS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(ctx) = map.get(&ordinal) {
+        return Ok(ctx.clone());
+    }
+    let ctx = CudaContext::new(ordinal).map_err(|e| Error::CudaUnavailable(format!("creating a context on device {ordinal}: {e}")))?;
+    map.insert(ordinal, ctx.clone());
+    Ok(ctx)
+}
+
+/// Maps a driver error to the crate's error, singling out out-of-memory so
+/// callers can react to it.
+pub(crate) fn driver_error(ordinal: usize, bytes: usize, context: &str, e: DriverError) -> Error {
+    if e.0 == cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+        Error::CudaOutOfMemory { ordinal, bytes }
+    } else {
+        Error::Cuda { context: context.to_string(), message: e.to_string() }
+    }
+}

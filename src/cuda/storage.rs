@@ -1,0 +1,61 @@
+//! Device memory behind a CUDA tensor.
+
+use super::{context, driver_error};
+use crate::tensor::storage::CpuStorage;
+use crate::{DType, Result};
+use cudarc::driver::{CudaSlice, CudaStream};
+use std::sync::Arc;
+
+/// A device buffer of `len` elements of `dtype`, kept as bytes so one type
+/// serves every dtype. The kernels reinterpret it through the byte strides
+/// the plan computes.
+pub(crate) struct CudaStorage {
+    pub(crate) buf: CudaSlice<u8>,
+    pub(crate) len: usize,
+    pub(crate) dtype: DType,
+    pub(crate) ordinal: usize,
+    pub(crate) stream: Arc<CudaStream>,
+}
+
+impl CudaStorage {
+    pub(crate) fn ordinal(&self) -> usize {
+        self.ordinal
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Copies `bytes` (a whole number of `dtype` elements) to device `ordinal`.
+    pub(crate) fn upload(ordinal: usize, dtype: DType, bytes: &[u8]) -> Result<Self> {
+        let ctx = context(ordinal)?;
+        let stream = ctx.default_stream();
+        // A zero-length allocation is not allowed by the driver; keep one byte.
+        let buf = if bytes.is_empty() {
+            stream.alloc_zeros::<u8>(1)
+        } else {
+            stream.clone_htod(bytes)
+        }
+        .map_err(|e| driver_error(ordinal, bytes.len(), "copy to device", e))?;
+        Ok(CudaStorage { buf, len: bytes.len() / dtype.size_in_bytes(), dtype, ordinal, stream })
+    }
+
+    /// A zero-filled buffer of `len` elements.
+    pub(crate) fn zeros(ordinal: usize, dtype: DType, len: usize) -> Result<Self> {
+        let ctx = context(ordinal)?;
+        let stream = ctx.default_stream();
+        let bytes = (len * dtype.size_in_bytes()).max(1);
+        let buf = stream.alloc_zeros::<u8>(bytes).map_err(|e| driver_error(ordinal, bytes, "allocate", e))?;
+        Ok(CudaStorage { buf, len, dtype, ordinal, stream })
+    }
+
+    /// Copies the whole buffer back to host memory.
+    pub(crate) fn download(&self) -> Result<CpuStorage> {
+        let bytes = self.len * self.dtype.size_in_bytes();
+        let host = self
+            .stream
+            .clone_dtoh(&self.buf.slice(0..bytes))
+            .map_err(|e| driver_error(self.ordinal, bytes, "copy to host", e))?;
+        CpuStorage::from_bytes(self.dtype, &host)
+    }
+}
