@@ -56,3 +56,10 @@ pub(crate) fn driver_error(ordinal: usize, bytes: usize, context: &str, e: Drive
         Error::Cuda { context: context.to_string(), message: e.to_string() }
     }
 }
+
+/// Sums on the GPU: the CUDA counterpart of [`crate::cpu::sum`] (a flat,
+/// contiguous result of `iter.num_output_elements()` on the input's device).
+pub(crate) fn sum(input: &crate::Tensor, iter: &crate::iter::TensorIterator, out_dtype: crate::DType) -> Result<crate::Tensor> {
+    let _ = (input, iter, out_dtype);
+    Err(Error::Unsupported("the CUDA reduce kernel is being ported (issue 4)".into()))
+}

@@ -3,7 +3,7 @@
 
 mod random;
 pub(crate) mod storage;
-mod view;
+pub(crate) mod view;
 
 use crate::{DType, Device, Element, Error, Result};
 use smallvec::SmallVec;

@@ -1,0 +1,168 @@
+//! The innermost loops of the CPU backend: accumulator types and how each
+//! element type is loaded into them.
+
+use crate::{bf16, f16, Element};
+use half::slice::HalfFloatSliceExt;
+
+/// An accumulator type (PyTorch's `acc_type`): f32, f64 or i64.
+pub(crate) trait Acc: Copy + Send + Sync + PartialEq + std::fmt::Debug + 'static {
+    const ZERO: Self;
+    /// The sum's `+`: IEEE addition for floats, wrapping for integers (as C++ int64 in practice).
+    fn add(self, other: Self) -> Self;
+    /// Converts an input element (torch's cast to the accumulator type).
+    fn from_elem<T: Element>(x: T) -> Self;
+    /// Converts to the output type (torch's `project` of a sum).
+    fn cast<O: Element>(self) -> O;
+
+    /// Combines 8 lanes pairwise: ((0+1)+(2+3))+((4+5)+(6+7)).
+    #[inline(always)]
+    fn combine_lanes(l: &[Self; 8]) -> Self {
+        (l[0].add(l[1]).add(l[2].add(l[3]))).add(l[4].add(l[5]).add(l[6].add(l[7])))
+    }
+}
+
+impl Acc for f32 {
+    const ZERO: f32 = 0.0;
+    #[inline(always)]
+    fn add(self, o: f32) -> f32 {
+        self + o
+    }
+    #[inline(always)]
+    fn from_elem<T: Element>(x: T) -> f32 {
+        x.to_f32()
+    }
+    fn cast<O: Element>(self) -> O {
+        O::from_f32(self)
+    }
+}
+
+impl Acc for f64 {
+    const ZERO: f64 = 0.0;
+    #[inline(always)]
+    fn add(self, o: f64) -> f64 {
+        self + o
+    }
+    #[inline(always)]
+    fn from_elem<T: Element>(x: T) -> f64 {
+        x.to_f64()
+    }
+    fn cast<O: Element>(self) -> O {
+        O::from_f64(self)
+    }
+}
+
+impl Acc for i64 {
+    const ZERO: i64 = 0;
+    #[inline(always)]
+    fn add(self, o: i64) -> i64 {
+        self.wrapping_add(o)
+    }
+    #[inline(always)]
+    fn from_elem<T: Element>(x: T) -> i64 {
+        x.to_i64()
+    }
+    fn cast<O: Element>(self) -> O {
+        O::from_i64(self)
+    }
+}
+
+/// Elements at most this many are converted per block on the stack.
+const BLOCK: usize = 256;
+
+/// How an element type feeds accumulators. The defaults convert element by
+/// element, which the compiler vectorises for every type but f16 (whose
+/// conversion is a branchy software routine without F16C); f16 and bf16
+/// override the contiguous paths to convert whole blocks to f32 first, with
+/// `half`'s SIMD slice conversion.
+pub(crate) trait CpuElement: Element {
+    /// Adds `x[i]` into lane `i % 8`.
+    #[inline(always)]
+    fn accumulate_contiguous<A: Acc>(x: &[Self], lanes: &mut [A; 8]) {
+        accumulate_lanes(x, lanes, A::from_elem);
+    }
+
+    /// Adds `data[start + i * stride]` for `i < n` into lane `i % 8`.
+    #[inline(always)]
+    fn accumulate_strided<A: Acc>(data: &[Self], start: usize, stride: usize, n: usize, lanes: &mut [A; 8]) {
+        for i in 0..n {
+            lanes[i % 8] = lanes[i % 8].add(A::from_elem(data[start + i * stride]));
+        }
+    }
+
+    /// Adds `x[j]` into `acc[j]` (a row of a column sum).
+    #[inline(always)]
+    fn accumulate_row<A: Acc>(x: &[Self], acc: &mut [A]) {
+        for (a, &v) in acc.iter_mut().zip(x) {
+            *a = a.add(A::from_elem(v));
+        }
+    }
+}
+
+#[inline(always)]
+fn accumulate_lanes<T: Copy, A: Acc>(x: &[T], lanes: &mut [A; 8], conv: impl Fn(T) -> A) {
+    let mut chunks = x.chunks_exact(8);
+    for c in &mut chunks {
+        for j in 0..8 {
+            lanes[j] = lanes[j].add(conv(c[j]));
+        }
+    }
+    for (j, &v) in chunks.remainder().iter().enumerate() {
+        lanes[j] = lanes[j].add(conv(v));
+    }
+}
+
+impl CpuElement for f32 {}
+impl CpuElement for f64 {}
+impl CpuElement for i32 {}
+impl CpuElement for i64 {}
+impl CpuElement for u8 {}
+impl CpuElement for bool {}
+
+macro_rules! half_blocks {
+    ($t:ty) => {
+        impl CpuElement for $t {
+            fn accumulate_contiguous<A: Acc>(x: &[Self], lanes: &mut [A; 8]) {
+                let mut buf = [0f32; BLOCK];
+                // Lane assignment must not depend on block boundaries: BLOCK is a multiple of 8.
+                for chunk in x.chunks(BLOCK) {
+                    let b = &mut buf[..chunk.len()];
+                    chunk.convert_to_f32_slice(b);
+                    accumulate_lanes(b, lanes, A::from_elem::<f32>);
+                }
+            }
+
+            fn accumulate_row<A: Acc>(x: &[Self], acc: &mut [A]) {
+                let mut buf = [0f32; BLOCK];
+                for (chunk, acc) in x.chunks(BLOCK).zip(acc.chunks_mut(BLOCK)) {
+                    let b = &mut buf[..chunk.len()];
+                    chunk.convert_to_f32_slice(b);
+                    for (a, &v) in acc.iter_mut().zip(b.iter()) {
+                        *a = a.add(A::from_elem(v));
+                    }
+                }
+            }
+        }
+    };
+}
+half_blocks!(f16);
+half_blocks!(bf16);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn half_block_path_matches_elementwise() {
+        let x: Vec<f16> = (0..1000).map(|i| f16::from_f32((i % 17) as f32 * 0.25 - 2.0)).collect();
+        let mut a = [0f32; 8];
+        f16::accumulate_contiguous(&x, &mut a);
+        let mut b = [0f32; 8];
+        accumulate_lanes(&x, &mut b, |v: f16| v.to_f32());
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn integer_sums_wrap() {
+        assert_eq!(i64::MAX.add(1), i64::MIN);
+    }
+}
