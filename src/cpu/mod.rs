@@ -29,6 +29,8 @@ use std::sync::Arc;
 const LEAF: usize = 1024;
 /// Outputs one column tile carries in registers.
 const TILE: usize = 64;
+/// Rows a column tile adds sequentially at the bottom of its pairwise tree.
+const OUTER_LEAF_ROWS: usize = 128;
 /// Work (elements) below which a subtree is not split across threads.
 const PARALLEL_GRAIN: usize = 1 << 16;
 
@@ -188,7 +190,7 @@ fn reduce_outer<T: CpuElement, A: Acc>(data: &[T], l: &Layout) -> Vec<A> {
 
 /// Pairwise sum, over reduce indices `lo..hi`, of input rows of `w` contiguous outputs.
 fn outer_tree<T: CpuElement, A: Acc>(data: &[T], start: usize, w: usize, dims: &[(usize, usize)], lo: usize, hi: usize) -> [A; TILE] {
-    if (hi - lo) * w <= LEAF * 8 || hi - lo == 1 {
+    if hi - lo <= OUTER_LEAF_ROWS {
         let mut acc = [A::ZERO; TILE];
         for k in lo..hi {
             let row = start + Layout::offset(dims, k);
