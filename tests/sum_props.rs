@@ -25,48 +25,64 @@ fn case_strategy(dtype: DType) -> impl Strategy<Value = Case> {
     // Sizes mostly small (0 and 1 included), sometimes long enough to reach
     // the multi-accumulator, vectorised and split paths.
     let dim_size = prop_oneof![6 => 0usize..6, 2 => 6usize..40, 1 => 40usize..700];
-    (proptest::collection::vec(dim_size, 0..=6), any::<u64>(), any::<bool>()).prop_filter_map(
-        "at most 40k elements",
-        move |(base_shape, seed, keepdim)| {
-            if base_shape.iter().product::<usize>() > 40_000 {
-                return None;
-            }
-            let mut rng = Rng(seed);
-            let mut shape = base_shape.clone();
-            let mut views = Vec::new();
-            for _ in 0..rng.below(4) {
-                if let Some(op) = ViewOp::random(&shape, &mut rng) {
-                    let probe = op.apply(&tensor_reduce::Tensor::zeros(&shape, DType::U8, Device::Cpu).unwrap());
-                    if probe.numel() > 60_000 {
-                        continue;
-                    }
-                    shape = probe.shape().to_vec();
-                    views.push(op);
-                }
-            }
-            let rank = shape.len();
-            let mut dims: Vec<isize> = (0..rank as isize).filter(|_| rng.chance(0.5)).collect();
-            if rank > 0 && dims.is_empty() && rng.chance(0.5) {
-                dims.push(rng.below(rank) as isize);
-            }
-            for d in dims.iter_mut() {
-                if rng.chance(0.5) {
-                    *d -= rank as isize; // the negative spelling of the same dim
-                }
-            }
-            for i in (1..dims.len()).rev() {
-                dims.swap(i, rng.below(i + 1));
-            }
-            Some(Case { dtype, base_shape, views, dims, keepdim, seed })
-        },
+    (
+        proptest::collection::vec(dim_size, 0..=6),
+        any::<u64>(),
+        any::<bool>(),
     )
+        .prop_filter_map(
+            "at most 40k elements",
+            move |(base_shape, seed, keepdim)| {
+                if base_shape.iter().product::<usize>() > 40_000 {
+                    return None;
+                }
+                let mut rng = Rng(seed);
+                let mut shape = base_shape.clone();
+                let mut views = Vec::new();
+                for _ in 0..rng.below(4) {
+                    if let Some(op) = ViewOp::random(&shape, &mut rng) {
+                        let probe = op.apply(
+                            &tensor_reduce::Tensor::zeros(&shape, DType::U8, Device::Cpu).unwrap(),
+                        );
+                        if probe.numel() > 60_000 {
+                            continue;
+                        }
+                        shape = probe.shape().to_vec();
+                        views.push(op);
+                    }
+                }
+                let rank = shape.len();
+                let mut dims: Vec<isize> = (0..rank as isize).filter(|_| rng.chance(0.5)).collect();
+                if rank > 0 && dims.is_empty() && rng.chance(0.5) {
+                    dims.push(rng.below(rank) as isize);
+                }
+                for d in dims.iter_mut() {
+                    if rng.chance(0.5) {
+                        *d -= rank as isize; // the negative spelling of the same dim
+                    }
+                }
+                for i in (1..dims.len()).rev() {
+                    dims.swap(i, rng.below(i + 1));
+                }
+                Some(Case {
+                    dtype,
+                    base_shape,
+                    views,
+                    dims,
+                    keepdim,
+                    seed,
+                })
+            },
+        )
 }
 
 fn check_case(case: &Case, device: Device) -> Result<(), TestCaseError> {
     let mut rng = Rng(case.seed ^ 0x5EED);
     let n: usize = case.base_shape.iter().product();
     let values = random_values(case.dtype, n, &mut rng);
-    let base = tensor_of(case.dtype, &values, &case.base_shape).to_device(device).unwrap();
+    let base = tensor_of(case.dtype, &values, &case.base_shape)
+        .to_device(device)
+        .unwrap();
     let mut reference = ArrayD::from_shape_vec(IxDyn(&case.base_shape), values).unwrap();
     let mut x = base;
     for op in &case.views {
@@ -80,9 +96,21 @@ fn check_case(case: &Case, device: Device) -> Result<(), TestCaseError> {
     let wrapped: Vec<usize> = if case.dims.is_empty() {
         (0..rank).collect()
     } else {
-        case.dims.iter().map(|&d| if d < 0 { (d + rank.max(1) as isize) as usize } else { d as usize }).filter(|&d| d < rank).collect()
+        case.dims
+            .iter()
+            .map(|&d| {
+                if d < 0 {
+                    (d + rank.max(1) as isize) as usize
+                } else {
+                    d as usize
+                }
+            })
+            .filter(|&d| d < rank)
+            .collect()
     };
-    let got = x.sum(&case.dims, case.keepdim).map_err(|e| TestCaseError::fail(format!("sum failed: {e}")))?;
+    let got = x
+        .sum(&case.dims, case.keepdim)
+        .map_err(|e| TestCaseError::fail(format!("sum failed: {e}")))?;
     let expected = reference_sum(&reference, &wrapped, case.keepdim);
     let abs = reference_sum(&reference.mapv(f64::abs), &wrapped, case.keepdim);
     prop_assert_eq!(got.shape(), expected.shape());
@@ -101,8 +129,15 @@ fn check_case(case: &Case, device: Device) -> Result<(), TestCaseError> {
 }
 
 fn run(dtype: DType, device: Device) {
-    let cases = std::env::var("TENSOR_REDUCE_PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(1000);
-    let config = ProptestConfig { cases, failure_persistence: None, ..ProptestConfig::default() };
+    let cases = std::env::var("TENSOR_REDUCE_PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    let config = ProptestConfig {
+        cases,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    };
     proptest!(config, |(case in case_strategy(dtype))| {
         check_case(&case, device)?;
     });

@@ -25,7 +25,10 @@ fn permute_and_transpose() {
     assert!(!p.is_contiguous());
     assert_eq!(x.transpose(-1, 0).unwrap().shape(), &[4, 3, 2]);
     let m = iota(&[2, 3]);
-    assert_eq!(m.t().unwrap().to_vec::<i64>().unwrap(), vec![0, 3, 1, 4, 2, 5]);
+    assert_eq!(
+        m.t().unwrap().to_vec::<i64>().unwrap(),
+        vec![0, 3, 1, 4, 2, 5]
+    );
 }
 
 #[test]
@@ -33,11 +36,17 @@ fn narrow_slice_and_offsets() {
     let x = iota(&[4, 5]);
     let n = x.narrow(1, 1, 3).unwrap();
     assert_eq!(n.storage_offset(), 1);
-    assert_eq!(n.to_vec::<i64>().unwrap(), vec![1, 2, 3, 6, 7, 8, 11, 12, 13, 16, 17, 18]);
+    assert_eq!(
+        n.to_vec::<i64>().unwrap(),
+        vec![1, 2, 3, 6, 7, 8, 11, 12, 13, 16, 17, 18]
+    );
     let s = x.slice(0, 1, 4, 2).unwrap(); // rows 1 and 3
     assert_eq!(s.shape(), &[2, 5]);
     assert_eq!(s.strides(), &[10, 1]);
-    assert_eq!(s.to_vec::<i64>().unwrap(), vec![5, 6, 7, 8, 9, 15, 16, 17, 18, 19]);
+    assert_eq!(
+        s.to_vec::<i64>().unwrap(),
+        vec![5, 6, 7, 8, 9, 15, 16, 17, 18, 19]
+    );
     assert_eq!(x.narrow(0, 4, 0).unwrap().numel(), 0);
 }
 
@@ -64,7 +73,10 @@ fn reshape_views_when_it_can_and_copies_when_it_must() {
     let t = x.transpose(0, 1).unwrap(); // [3, 2, 4], strides [4, 12, 1]
     let merged_inner = t.reshape(&[3, 8]).unwrap(); // dims 1 and 2 are not adjacent in memory: copy
     assert!(merged_inner.is_contiguous());
-    assert_eq!(merged_inner.to_vec::<i64>().unwrap(), t.to_vec::<i64>().unwrap());
+    assert_eq!(
+        merged_inner.to_vec::<i64>().unwrap(),
+        t.to_vec::<i64>().unwrap()
+    );
     let split = t.reshape(&[3, 2, 2, 2]).unwrap(); // splitting the contiguous last dim is a view
     assert_eq!(split.strides(), &[4, 12, 2, 1]);
     assert_eq!(split.to_vec::<i64>().unwrap(), t.to_vec::<i64>().unwrap());
@@ -81,17 +93,31 @@ fn contiguous_and_zero_d() {
     assert_eq!(s.dim(), 0);
     assert_eq!(s.numel(), 1);
     assert_eq!(s.to_vec::<i32>().unwrap(), vec![7]);
-    assert!(Tensor::zeros(&[0, 3], DType::F32, Device::Cpu).unwrap().is_contiguous());
+    assert!(Tensor::zeros(&[0, 3], DType::F32, Device::Cpu)
+        .unwrap()
+        .is_contiguous());
 }
 
 #[test]
 fn randn_is_seeded_and_roughly_normal() {
-    let a = Tensor::randn(&[100_000], DType::F64, Device::Cpu, 42).unwrap().to_vec::<f64>().unwrap();
-    let b = Tensor::randn(&[100_000], DType::F64, Device::Cpu, 42).unwrap().to_vec::<f64>().unwrap();
+    let a = Tensor::randn(&[100_000], DType::F64, Device::Cpu, 42)
+        .unwrap()
+        .to_vec::<f64>()
+        .unwrap();
+    let b = Tensor::randn(&[100_000], DType::F64, Device::Cpu, 42)
+        .unwrap()
+        .to_vec::<f64>()
+        .unwrap();
     assert_eq!(a, b);
     let mean = a.iter().sum::<f64>() / a.len() as f64;
     let var = a.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / a.len() as f64;
-    assert!(mean.abs() < 0.02 && (var - 1.0).abs() < 0.03, "mean {mean} var {var}");
-    let c = Tensor::randn(&[100_000], DType::F64, Device::Cpu, 43).unwrap().to_vec::<f64>().unwrap();
+    assert!(
+        mean.abs() < 0.02 && (var - 1.0).abs() < 0.03,
+        "mean {mean} var {var}"
+    );
+    let c = Tensor::randn(&[100_000], DType::F64, Device::Cpu, 43)
+        .unwrap()
+        .to_vec::<f64>()
+        .unwrap();
     assert_ne!(a, c);
 }

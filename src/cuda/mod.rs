@@ -25,24 +25,35 @@ pub fn device_count() -> usize {
     if !driver_present() {
         return 0;
     }
-    CudaContext::device_count().map(|n| n.max(0) as usize).unwrap_or(0)
+    CudaContext::device_count()
+        .map(|n| n.max(0) as usize)
+        .unwrap_or(0)
 }
 
 /// The (primary) context of device `ordinal`, created once per process.
 pub(crate) fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
     static CONTEXTS: OnceLock<Mutex<HashMap<usize, Arc<CudaContext>>>> = OnceLock::new();
     if !driver_present() {
-        return Err(Error::CudaUnavailable("the CUDA driver library (libcuda) could not be loaded".into()));
+        return Err(Error::CudaUnavailable(
+            "the CUDA driver library (libcuda) could not be loaded".into(),
+        ));
     }
     let count = device_count();
     if ordinal >= count {
-        return Err(Error::CudaUnavailable(format!("device {ordinal} requested but {count} CUDA device(s) present")));
+        return Err(Error::CudaUnavailable(format!(
+            "device {ordinal} requested but {count} CUDA device(s) present"
+        )));
     }
-    let mut map = CONTEXTS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    let mut map = CONTEXTS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     if let Some(ctx) = map.get(&ordinal) {
         return Ok(ctx.clone());
     }
-    let ctx = CudaContext::new(ordinal).map_err(|e| Error::CudaUnavailable(format!("creating a context on device {ordinal}: {e}")))?;
+    let ctx = CudaContext::new(ordinal).map_err(|e| {
+        Error::CudaUnavailable(format!("creating a context on device {ordinal}: {e}"))
+    })?;
     map.insert(ordinal, ctx.clone());
     Ok(ctx)
 }
@@ -53,13 +64,22 @@ pub(crate) fn driver_error(ordinal: usize, bytes: usize, context: &str, e: Drive
     if e.0 == cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
         Error::CudaOutOfMemory { ordinal, bytes }
     } else {
-        Error::Cuda { context: context.to_string(), message: e.to_string() }
+        Error::Cuda {
+            context: context.to_string(),
+            message: e.to_string(),
+        }
     }
 }
 
 /// Sums on the GPU: the CUDA counterpart of [`crate::cpu::sum`] (a flat,
 /// contiguous result of `iter.num_output_elements()` on the input's device).
-pub(crate) fn sum(input: &crate::Tensor, iter: &crate::iter::TensorIterator, out_dtype: crate::DType) -> Result<crate::Tensor> {
+pub(crate) fn sum(
+    input: &crate::Tensor,
+    iter: &crate::iter::TensorIterator,
+    out_dtype: crate::DType,
+) -> Result<crate::Tensor> {
     let _ = (input, iter, out_dtype);
-    Err(Error::Unsupported("the CUDA reduce kernel is being ported (issue 4)".into()))
+    Err(Error::Unsupported(
+        "the CUDA reduce kernel is being ported (issue 4)".into(),
+    ))
 }

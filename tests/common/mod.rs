@@ -101,7 +101,11 @@ pub fn tensor_of(dtype: DType, values: &[f64], shape: &[usize]) -> Tensor {
 /// Reads any tensor back as f64, in row-major order.
 pub fn to_f64(t: &Tensor) -> Vec<f64> {
     fn read<T: Element>(t: &Tensor) -> Vec<f64> {
-        t.to_vec::<T>().unwrap().into_iter().map(T::to_f64).collect()
+        t.to_vec::<T>()
+            .unwrap()
+            .into_iter()
+            .map(T::to_f64)
+            .collect()
     }
     match t.dtype() {
         DType::F16 => read::<f16>(t),
@@ -128,7 +132,9 @@ pub enum ViewOp {
 impl ViewOp {
     pub fn apply(&self, t: &Tensor) -> Tensor {
         match self {
-            ViewOp::Permute(p) => t.permute(&p.iter().map(|&d| d as isize).collect::<Vec<_>>()).unwrap(),
+            ViewOp::Permute(p) => t
+                .permute(&p.iter().map(|&d| d as isize).collect::<Vec<_>>())
+                .unwrap(),
             ViewOp::Slice(d, s, e, step) => t.slice(*d as isize, *s, *e, *step).unwrap(),
             ViewOp::Broadcast(d, n) => {
                 let u = t.unsqueeze(*d as isize).unwrap();
@@ -142,7 +148,12 @@ impl ViewOp {
     pub fn apply_ref(&self, a: ArrayD<f64>) -> ArrayD<f64> {
         match self {
             ViewOp::Permute(p) => a.permuted_axes(IxDyn(p)),
-            ViewOp::Slice(d, s, e, step) => a.slice_axis(Axis(*d), Slice::new(*s as isize, Some(*e as isize), *step as isize)).to_owned(),
+            ViewOp::Slice(d, s, e, step) => a
+                .slice_axis(
+                    Axis(*d),
+                    Slice::new(*s as isize, Some(*e as isize), *step as isize),
+                )
+                .to_owned(),
             ViewOp::Broadcast(d, n) => {
                 let u = a.insert_axis(Axis(*d));
                 let mut shape = u.shape().to_vec();
@@ -215,15 +226,30 @@ pub fn out_eps(out: DType) -> f64 {
 /// Checks `got` against `reference` element by element with a bound valid
 /// for any summation order: `(n - 1)·eps·Σ|x|` for the accumulation plus the
 /// final rounding to the output dtype. Integers must match exactly.
-pub fn assert_close(got: &[f64], reference: &[f64], abs_sums: &[f64], n: usize, out: DType, what: &str) {
+pub fn assert_close(
+    got: &[f64],
+    reference: &[f64],
+    abs_sums: &[f64],
+    n: usize,
+    out: DType,
+    what: &str,
+) {
     assert_eq!(got.len(), reference.len(), "{what}: length");
     for (i, ((&g, &r), &s)) in got.iter().zip(reference).zip(abs_sums).enumerate() {
         if r.is_nan() {
             assert!(g.is_nan(), "{what}: element {i}: expected NaN, got {g}");
             continue;
         }
-        let tol = acc_eps(out) * (n.max(2) - 1) as f64 * s * (1.0 + 1e-6) * (1.0 + out_eps(out)) + out_eps(out) * r.abs() * 1.0001
-            + if out == DType::F16 { 2f64.powi(-24) } else { 0.0 };
-        assert!((g - r).abs() <= tol, "{what}: element {i}: got {g}, expected {r} (tolerance {tol}, n {n})");
+        let tol = acc_eps(out) * (n.max(2) - 1) as f64 * s * (1.0 + 1e-6) * (1.0 + out_eps(out))
+            + out_eps(out) * r.abs() * 1.0001
+            + if out == DType::F16 {
+                2f64.powi(-24)
+            } else {
+                0.0
+            };
+        assert!(
+            (g - r).abs() <= tol,
+            "{what}: element {i}: got {g}, expected {r} (tolerance {tol}, n {n})"
+        );
     }
 }
