@@ -132,7 +132,7 @@ fn run(dtype: DType, device: Device) {
     let cases = std::env::var("TENSOR_REDUCE_PROPTEST_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(1000);
+        .unwrap_or(2000);
     let config = ProptestConfig {
         cases,
         failure_persistence: None,
