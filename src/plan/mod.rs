@@ -16,6 +16,7 @@
 
 mod config;
 mod explain;
+pub mod simulate;
 #[cfg(test)]
 mod tests;
 
