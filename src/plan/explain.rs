@@ -34,11 +34,7 @@ impl Display for ReducePlan {
         )?;
         write_iter_table(f, self)?;
         let outputs = it.num_output_elements();
-        let inputs = if outputs == 0 {
-            0
-        } else {
-            it.numel() / outputs
-        };
+        let inputs = it.numel().checked_div(outputs).unwrap_or(0);
         writeln!(
             f,
             "  {outputs} outputs x {inputs} inputs each = {} elements",
