@@ -1,0 +1,261 @@
+//! A CPU model of which inputs `reduce_kernel` reads and where each ends up,
+//! walking the same index maps as PyTorch's `ReduceOp::run`: the executable
+//! spec of a [`LaunchPlan`] for the CUDA kernel, and what the coverage tests
+//! check against the iterator.
+//!
+//! Modelled exactly:
+//! - `output_idx` / `input_idx` per (threadIdx, blockIdx), the
+//!   `output_idx < num_outputs && input_idx < num_inputs` gate;
+//! - `thread_reduce_impl`: indices `input_idx + k * step_input`, each mapped
+//!   through the input offset calculator (reduced dims) and loaded as
+//!   `output_vec_size` consecutive elements at `offset / output_vec_size`;
+//! - `input_vectorized_thread_reduce_impl`: the misaligned head (`shift`,
+//!   read by lanes `shift <= x < input_vec_size` that `should_reduce_tail`),
+//!   the aligned `input_vec_size`-wide main loop, and the scalar tail;
+//! - where values go: a value joins the output of the group's storing thread
+//!   (lane 0 under block_x_reduce, warp 0 under block_y_reduce), element `j`
+//!   of an output vector to output `output_idx + j`;
+//! - the global reduce's staging buffer: every storing thread of every CTA
+//!   writes `staging_memory_offset(blockIdx.y)`, and the last CTA of each
+//!   column reads the slots its threads stride over; each slot must be
+//!   inside `global_memory_size()`, written once, read once, by the same
+//!   output group.
+//!
+//! Not modelled: the order of the combines (which decides rounding, not
+//! coverage), the accumulate/final_output passes between split launches, and
+//! the storage base address, which is taken as 256-byte aligned.
+
+use super::LaunchPlan;
+use crate::iter::TensorIterator;
+use std::collections::HashMap;
+
+/// Byte offsets of the output element written and the input element read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Visit {
+    /// From the output's storage base (includes its data offset).
+    pub output: u64,
+    /// From the input's storage base (includes its data offset).
+    pub input: u64,
+}
+
+/// PyTorch's `OffsetCalculator` over `dims` of `iter`, for `args`: the byte
+/// offsets of linear index `idx`, dim `dims.start` fastest.
+fn offsets(iter: &TensorIterator, dims: std::ops::Range<usize>, idx: u64, arg: usize) -> u64 {
+    let mut rem = idx;
+    let mut off = 0u64;
+    for d in dims {
+        let n = iter.shape()[d] as u64;
+        off += (rem % n) * iter.strides(arg)[d].unsigned_abs();
+        rem /= n;
+    }
+    off
+}
+
+/// Calls `visit` once for every (output, input) pair the launch reduces.
+/// `scalar_size` is `sizeof(scalar_t)`. Errors describe a broken invariant
+/// of the launch (a value that is never stored, a staging slot clash).
+pub fn simulate_launch(
+    launch: &LaunchPlan,
+    scalar_size: u64,
+    mut visit: impl FnMut(Visit),
+) -> Result<(), String> {
+    let c = &launch.config;
+    let it = &launch.iter;
+    let nrd = it.num_reduce_dims();
+    let ndim = it.ndim();
+    let ovs = c.output_vec_size;
+    let (out_base, in_base) = (
+        it.data_offset(TensorIterator::OUTPUT),
+        it.data_offset(TensorIterator::INPUT),
+    );
+    let output_at =
+        |o: u32| out_base + offsets(it, nrd..ndim, u64::from(o), TensorIterator::OUTPUT);
+    if c.vectorize_input
+        && (ovs != 1 || nrd != 1 || it.strides(TensorIterator::INPUT)[0] as u64 != scalar_size)
+    {
+        return Err(
+            "vectorize_input needs output_vec_size 1 and one contiguous reduced dim".into(),
+        );
+    }
+    let [gx, gy, _] = launch.grid;
+    let [bw, bh, _] = launch.block;
+    for by in 0..gy {
+        for bx in 0..gx {
+            let block = [bx, by, 0];
+            for ty in 0..bh {
+                for tx in 0..bw {
+                    let thread = [tx, ty, 0];
+                    let output_idx = c.output_idx(thread, block);
+                    let input_idx = c.input_idx(thread, block);
+                    if output_idx >= c.num_outputs || input_idx >= c.num_inputs {
+                        continue;
+                    }
+                    let storer = [
+                        if c.should_block_x_reduce() { 0 } else { tx },
+                        if c.should_block_y_reduce() { 0 } else { ty },
+                        0,
+                    ];
+                    let store_idx = c.output_idx(storer, block);
+                    if store_idx >= c.num_outputs {
+                        return Err(format!("thread {thread:?} of block {block:?} reads for an output group nobody stores"));
+                    }
+                    let slice = in_base
+                        + offsets(it, nrd..ndim, u64::from(output_idx), TensorIterator::INPUT);
+                    let mut read = |j: u32, input: u64| {
+                        visit(Visit {
+                            output: output_at(store_idx + j),
+                            input,
+                        })
+                    };
+                    if c.vectorize_input {
+                        vectorized_reads(launch, scalar_size, slice, thread, block, &mut |a| {
+                            read(0, a)
+                        });
+                    } else {
+                        let mut idx = u64::from(input_idx);
+                        while idx < u64::from(c.num_inputs) {
+                            let elems =
+                                offsets(it, 0..nrd, idx, TensorIterator::INPUT) / scalar_size;
+                            let vec_start = elems / u64::from(ovs) * u64::from(ovs);
+                            for j in 0..ovs {
+                                read(j, slice + (vec_start + u64::from(j)) * scalar_size);
+                            }
+                            idx += u64::from(c.step_input);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if c.should_global_reduce() {
+        check_staging(launch)?;
+    }
+    Ok(())
+}
+
+/// `input_vectorized_thread_reduce_impl`'s reads for one thread whose row
+/// starts at byte `slice`.
+fn vectorized_reads(
+    launch: &LaunchPlan,
+    s: u64,
+    slice: u64,
+    thread: [u32; 3],
+    block: [u32; 3],
+    read: &mut dyn FnMut(u64),
+) {
+    let c = &launch.config;
+    let v = u64::from(c.input_vec_size);
+    let tx = u64::from(thread[0]);
+    let tail_owner = c.should_reduce_tail(thread, block);
+    let mut data = slice;
+    let mut end = u64::from(c.num_inputs);
+    let shift = (slice % (v * s)) / s;
+    if shift > 0 {
+        data -= shift * s;
+        end += shift;
+        if tx >= shift && tx < v && tail_owner {
+            read(data + tx * s);
+        }
+        end -= v;
+        data += v * s;
+    }
+    let mut idx = u64::from(c.input_idx(thread, block));
+    while idx * v + v - 1 < end {
+        for i in 0..v {
+            read(data + (idx * v + i) * s);
+        }
+        idx += u64::from(c.step_input);
+    }
+    let tail_start = end - end % v;
+    if tail_owner && tail_start + tx < end {
+        read(data + (tail_start + tx) * s);
+    }
+}
+
+/// The staging-buffer handshake of `global_reduce`.
+fn check_staging(launch: &LaunchPlan) -> Result<(), String> {
+    let c = &launch.config;
+    let slot_bytes = u64::from(c.element_size_bytes) * u64::from(c.output_vec_size);
+    let capacity = c.global_memory_size() / slot_bytes;
+    let [gx, gy, _] = launch.grid;
+    let [bw, bh, _] = launch.block;
+    // slot -> (output group it holds, times read)
+    let mut slots: HashMap<u32, (u32, u32)> = HashMap::new();
+    for by in 0..gy {
+        for bx in 0..gx {
+            for ty in 0..bh {
+                for tx in 0..bw {
+                    let (thread, block) = ([tx, ty, 0], [bx, by, 0]);
+                    let output_idx = c.output_idx(thread, block);
+                    if !c.should_store(output_idx, thread) {
+                        continue;
+                    }
+                    let slot = c.staging_memory_offset(by, thread, block);
+                    if u64::from(slot) >= capacity {
+                        return Err(format!(
+                            "staging slot {slot} is outside the {capacity} slots"
+                        ));
+                    }
+                    if slots.insert(slot, (output_idx, 0)).is_some() {
+                        return Err(format!("staging slot {slot} written twice"));
+                    }
+                }
+            }
+        }
+    }
+    // The last CTA of each column (any blockIdx.y: the reads do not depend on it).
+    for bx in 0..gx {
+        let block = [bx, gy - 1, 0];
+        for ty in 0..bh {
+            for tx in 0..bw {
+                let thread = [tx, ty, 0];
+                let (mut offset, step, storer) = if c.should_block_x_reduce() {
+                    (tx + ty * bw, bw * bh, [0, 0, 0])
+                } else {
+                    (ty, bh, [tx, 0, 0])
+                };
+                let store_idx = c.output_idx(storer, block);
+                while offset < c.ctas_per_output {
+                    let slot = c.staging_memory_offset(offset, thread, block);
+                    offset += step;
+                    if u64::from(slot) >= capacity {
+                        return Err(format!(
+                            "staging slot {slot} read outside the {capacity} slots"
+                        ));
+                    }
+                    if store_idx >= c.num_outputs {
+                        // Past the last output: read, but never stored.
+                        continue;
+                    }
+                    match slots.get_mut(&slot) {
+                        Some((owner, reads)) if *owner == store_idx => *reads += 1,
+                        Some((owner, _)) => {
+                            return Err(format!("slot {slot} holds output {owner} but is folded into output {store_idx}"))
+                        }
+                        None => return Err(format!("slot {slot} is read but never written")),
+                    }
+                }
+            }
+        }
+    }
+    match slots.iter().find(|(_, &(_, reads))| reads != 1) {
+        Some((slot, (_, reads))) => Err(format!("staging slot {slot} read {reads} times")),
+        None => Ok(()),
+    }
+}
+
+/// Every (output, input) pair of `iter`, as the CPU would visit them.
+pub fn iterator_visits(iter: &TensorIterator, mut visit: impl FnMut(Visit)) {
+    let n = iter.numel() as u64;
+    let all = 0..iter.ndim();
+    let (out_base, in_base) = (
+        iter.data_offset(TensorIterator::OUTPUT),
+        iter.data_offset(TensorIterator::INPUT),
+    );
+    for i in 0..n {
+        visit(Visit {
+            output: out_base + offsets(iter, all.clone(), i, TensorIterator::OUTPUT),
+            input: in_base + offsets(iter, all.clone(), i, TensorIterator::INPUT),
+        });
+    }
+}

@@ -1,0 +1,388 @@
+//! One test per `setReduceConfig` branch, the worked examples of seed 002,
+//! and the dtype dispatch. Expected numbers are worked out by hand from
+//! PyTorch's code (the arithmetic is in the comments), never by the planner.
+
+use super::*;
+use crate::iter::TensorIterator;
+use crate::{DType, Device, Tensor};
+
+fn contiguous(shape: &[usize]) -> Vec<isize> {
+    crate::tensor::contiguous_strides(shape).to_vec()
+}
+
+fn plan(
+    shape: &[usize],
+    strides: &[isize],
+    offset: usize,
+    reduce: &[usize],
+    dtype: DType,
+) -> ReducePlan {
+    let out = dtype.sum_result();
+    let mask: Vec<bool> = (0..shape.len()).map(|d| reduce.contains(&d)).collect();
+    let it = TensorIterator::reduction(
+        shape,
+        strides,
+        offset,
+        dtype.size_in_bytes(),
+        out.size_in_bytes(),
+        &mask,
+    );
+    ReducePlan::new(&it, dtype, out, &DeviceProps::h200()).unwrap()
+}
+
+fn only(p: &ReducePlan) -> &LaunchPlan {
+    assert_eq!(p.launches.len(), 1);
+    &p.launches[0]
+}
+
+#[test]
+fn last_pow2_and_div_up() {
+    assert_eq!(
+        [0, 1, 2, 5, 511, 512, 513].map(last_pow2),
+        [1, 1, 2, 4, 256, 512, 512]
+    );
+    assert_eq!(div_up(7, 2), 4);
+    assert_eq!(div_up(8, 2), 4);
+}
+
+#[test]
+fn seed_002_worked_example_16x128x64x128() {
+    // iter [128, 8192, 16]; lanes walk outputs (in stride 32768 >= 4),
+    // output vec 4 -> dim0 131072/4; block (32, 4) under 512/4 = 128 threads;
+    // values_per_thread 128 >= min(4*16, 256) = 64 -> warps split inputs.
+    let shape = [16, 128, 64, 128];
+    let p = plan(&shape, &contiguous(&shape), 0, &[1], DType::F32);
+    let l = only(&p);
+    let c = l.config;
+    assert_eq!(
+        (c.element_size_bytes, c.num_inputs, c.num_outputs),
+        (4, 128, 131_072)
+    );
+    assert_eq!((c.step_input, c.step_output, c.ctas_per_output), (4, 32, 1));
+    assert_eq!((c.input_mult, c.output_mult), ([0, 1, 0], [1, 0]));
+    assert_eq!((c.block_width, c.block_height, c.num_threads), (32, 4, 128));
+    assert_eq!((c.vectorize_input, c.output_vec_size), (false, 4));
+    assert_eq!((l.nt, l.grid, l.block), (128, [1024, 1, 1], [32, 4, 1]));
+    // block_y_reduce: 4 B x 128 threads x 4 outputs.
+    assert_eq!(l.shared_memory_bytes, 2048);
+    assert!(!c.should_block_x_reduce() && c.should_block_y_reduce() && !c.should_global_reduce());
+}
+
+#[test]
+fn seed_002_gdb_dump_8x32x64x128() {
+    // values_per_thread 32 < 64 -> warps take separate outputs:
+    // output_mult = {1, 32}, step_output = 32 * 4 = 128, grid 65536/4/128.
+    let shape = [8, 32, 64, 128];
+    let l = only(&plan(&shape, &contiguous(&shape), 0, &[1], DType::F32)).clone();
+    let c = l.config;
+    assert_eq!(
+        (c.num_inputs, c.num_outputs, c.step_input, c.step_output),
+        (32, 65_536, 1, 128)
+    );
+    assert_eq!((c.input_mult, c.output_mult), ([0, 0, 0], [1, 32]));
+    assert_eq!(
+        (l.grid, l.block, l.shared_memory_bytes),
+        ([128, 1, 1], [32, 4, 1], 0)
+    );
+}
+
+#[test]
+fn input_vectorization_uses_8_wide_loads_for_16_bit() {
+    // [2048].sum(): f32 dim0 2048/4 = 512 -> block 512; f16 2048/8 = 256.
+    let f32 = plan(&[2048], &[1], 0, &[0], DType::F32);
+    let f16 = plan(&[2048], &[1], 0, &[0], DType::F16);
+    let (a, b) = (only(&f32).config, only(&f16).config);
+    assert!(a.vectorize_input && b.vectorize_input);
+    assert_eq!((a.input_vec_size, b.input_vec_size), (4, 8));
+    assert_eq!((a.block_width, b.block_width), (512, 256));
+    // block_x wider than a warp needs shared memory, in f32 (arg_t) units.
+    assert_eq!(
+        (a.shared_memory_size(), b.shared_memory_size()),
+        (4 * 512, 4 * 256)
+    );
+    // values_per_thread 2048/512 = 4 < min(16, 256): no warp split.
+    assert_eq!(a.input_mult, [1, 0, 0]);
+}
+
+#[test]
+fn no_input_vectorization_below_128_inputs_or_with_two_reduced_dims() {
+    // 100 inputs per output: dim0 100 < 128. Block: pow2 64, height 4.
+    let short = plan(&[7, 100], &[100, 1], 0, &[1], DType::F32);
+    let c = only(&short).config;
+    assert!(!c.vectorize_input);
+    assert_eq!((c.block_width, c.block_height), (64, 4));
+    // [8, 3, 256].sum((0, 2)): contiguous fastest reduced dim, but 2 reduced dims.
+    let two = plan(&[8, 3, 256], &[768, 256, 1], 0, &[0, 2], DType::F32);
+    assert_eq!(two.iter.num_reduce_dims(), 2);
+    assert!(!only(&two).config.vectorize_input);
+    assert!(only(&two).config.should_block_x_reduce());
+}
+
+#[test]
+fn output_vec_size_falls_back_on_misaligned_views() {
+    // [32, 64].sum(0) starting `offset` elements into the storage: the
+    // address in elements must be divisible by the vector width.
+    for (offset, vec, nt) in [
+        (0, 4, 128),
+        (1, 1, 512),
+        (2, 2, 256),
+        (3, 1, 512),
+        (4, 4, 128),
+    ] {
+        let p = plan(&[32, 64], &[64, 1], offset, &[0], DType::F32);
+        let l = only(&p);
+        assert_eq!(
+            (l.config.output_vec_size, l.nt),
+            (vec, nt),
+            "offset {offset}"
+        );
+    }
+    // A kept dim of odd size or a reduced stride not divisible by 4 too.
+    assert_eq!(
+        only(&plan(&[32, 66], &[66, 1], 0, &[0], DType::F32))
+            .config
+            .output_vec_size,
+        2
+    );
+    assert_eq!(
+        only(&plan(&[32, 64], &[65, 1], 0, &[0], DType::F32))
+            .config
+            .output_vec_size,
+        1
+    );
+}
+
+#[test]
+fn narrow_by_one_element_loses_output_vectorization() {
+    let x = Tensor::zeros(&[32, 65], DType::F32, Device::Cpu).unwrap();
+    let aligned = x.narrow(1, 0, 64).unwrap().contiguous().unwrap();
+    let shifted = Tensor::zeros(&[32 * 64 + 1], DType::F32, Device::Cpu)
+        .unwrap()
+        .narrow(0, 1, 32 * 64)
+        .unwrap();
+    let shifted = shifted.reshape(&[32, 64]).unwrap();
+    assert_eq!(shifted.storage_offset(), 1);
+    let props = DeviceProps::h200();
+    assert_eq!(
+        aligned.explain_sum(&[0], false, &props).unwrap().launches[0]
+            .config
+            .output_vec_size,
+        4
+    );
+    assert_eq!(
+        shifted.explain_sum(&[0], false, &props).unwrap().launches[0]
+            .config
+            .output_vec_size,
+        1
+    );
+}
+
+#[test]
+fn warps_split_outputs_when_each_thread_has_little_work() {
+    // [1048576, 16].sum(1): 16 inputs per output, block (16, 32): one value
+    // per thread < 256 -> every warp row takes its own output.
+    let l = only(&plan(&[1_048_576, 16], &[16, 1], 0, &[1], DType::F32)).clone();
+    assert_eq!(
+        (l.config.input_mult, l.config.output_mult),
+        ([1, 0, 0], [0, 1])
+    );
+    assert_eq!((l.block, l.grid), ([16, 32, 1], [32_768, 1, 1]));
+}
+
+#[test]
+fn cta_split_of_a_full_reduction() {
+    // [2^25].sum(): vectorized, block 512 x 1, values_per_thread 65536;
+    // target 132 * 2048/512 = 528; ctas = max(min(528, 4096), 256) = 528.
+    let l = only(&plan(&[1 << 25], &[1], 0, &[0], DType::F32)).clone();
+    let c = l.config;
+    assert_eq!(c.ctas_per_output, 528);
+    assert_eq!(c.input_mult, [1, 512, 512]);
+    assert_eq!(c.step_input, 512 * 528);
+    assert_eq!((l.grid, l.block), ([1, 528, 1], [512, 1, 1]));
+    // Staging: 4 B x 1 output x 528 CTAs (lanes share the output); one semaphore.
+    assert_eq!((l.staging_bytes, l.semaphore_bytes), (4 * 528, 4));
+}
+
+#[test]
+fn cta_split_of_columns_stages_every_lane() {
+    // [8192, 32].sum(0) from offset 1 (so output vec 1): block (32, 16),
+    // lanes on outputs, values_per_thread 8192/16 = 512;
+    // ctas = max(min(528, 512/16 = 32), 512/256 = 2) = 32.
+    let l = only(&plan(&[8192, 32], &[32, 1], 1, &[0], DType::F32)).clone();
+    let c = l.config;
+    assert_eq!(
+        (c.output_vec_size, c.ctas_per_output, l.grid, l.block),
+        (1, 32, [1, 32, 1], [32, 16, 1])
+    );
+    assert!(!c.should_block_x_reduce());
+    // 4 B x 32 outputs x 32 CTAs x 32 lanes.
+    assert_eq!(l.staging_bytes, 4 * 32 * 32 * 32);
+    assert_eq!(c.staging_memory_offset(5, [3, 0, 0], [0, 5, 0]), 3 + 5 * 32);
+}
+
+#[test]
+fn no_cta_split_when_outputs_already_fill_the_gpu() {
+    // [4096, 131072].sum(0): output vec 4, block (32, 4) = 128 threads, so
+    // target 132 * 2048/128 = 2112; grid.x 131072/4/32 = 1024 <= 2112 and
+    // values_per_thread 4096/4 = 1024 -> ctas = max(min(3, 64), 4) = 4.
+    let split = only(&plan(&[4096, 131_072], &[131_072, 1], 0, &[0], DType::F32)).clone();
+    assert_eq!(split.decisions.target_grid_size, 2112);
+    assert_eq!(
+        (split.grid, split.config.ctas_per_output),
+        ([1024, 4, 1], 4)
+    );
+    // [1024, 393216] (1.5 GiB, still one launch): values_per_thread
+    // 1024/4 = 256 qualifies, but grid.x 393216/128 = 3072 > 2112.
+    let wide = only(&plan(&[1024, 393_216], &[393_216, 1], 0, &[0], DType::F32)).clone();
+    assert_eq!(wide.decisions.values_per_thread_at_cta_split, 256);
+    assert_eq!(wide.grid, [3072, 1, 1]);
+    assert!(!wide.config.should_global_reduce());
+}
+
+#[test]
+fn zero_dim_input_is_one_thread() {
+    let p = plan(&[], &[], 0, &[], DType::F32);
+    let l = only(&p);
+    assert_eq!(
+        (l.grid, l.block, l.config.num_inputs, l.config.num_outputs),
+        ([1, 1, 1], [1, 1, 1], 1, 1)
+    );
+}
+
+#[test]
+fn empty_input_plans_no_launch() {
+    let p = plan(&[0, 5], &[5, 1], 0, &[0], DType::F32);
+    assert!(p.launches.is_empty());
+    assert!(p.to_string().contains("no launch"));
+}
+
+#[test]
+fn sum_dispatch_follows_reduce_sum_prod_kernel() {
+    use DType::*;
+    // (input, output) -> (scalar_t, arg_t, input_vec_size, can_accumulate_in_output)
+    for (input, output, scalar, acc, vec, can_acc) in [
+        (F16, F16, F16, F32, 8, false),
+        (BF16, BF16, BF16, F32, 8, false),
+        (F16, F32, F16, F32, 8, true),
+        (BF16, F32, BF16, F32, 8, true),
+        (F32, F32, F32, F32, 4, true),
+        (F64, F64, F64, F64, 4, true),
+        (I32, I64, I64, I64, 4, true),
+        (U8, I64, I64, I64, 4, true),
+        (Bool, I64, I64, I64, 4, true),
+        (I64, I64, I64, I64, 4, true),
+        (F32, F16, F16, F32, 8, false),
+        (F32, F64, F64, F64, 4, true),
+        (I64, I32, I32, I32, 4, true),
+    ] {
+        let k = KernelTypes::for_sum(input, output);
+        assert_eq!(
+            (k.scalar, k.acc, k.out, k.input_vec_size, k.vt0),
+            (scalar, acc, output, vec, 4),
+            "{input} -> {output}"
+        );
+        assert_eq!(k.can_accumulate_in_output(), can_acc, "{input} -> {output}");
+    }
+}
+
+#[test]
+fn integer_sums_plan_on_the_i64_copy() {
+    // An i32 view starting 1 element in: PyTorch reduces a dense i64 copy at
+    // offset 0, so the output vectorization is not lost (f32 would get 1).
+    let p = plan(&[32, 64], &[64, 1], 1, &[0], DType::I32);
+    assert_eq!(p.input_cast, Some(DType::I64));
+    assert_eq!(p.kernel_iter.data_offset(TensorIterator::INPUT), 0);
+    assert_eq!(p.kernel_iter.strides(TensorIterator::INPUT), &[512, 8]);
+    assert_eq!(only(&p).config.output_vec_size, 4);
+    assert_eq!(only(&p).config.element_size_bytes, 8);
+    // A stepped i32 view becomes dense in the copy and coalesces.
+    let p = plan(&[4, 8], &[32, 2], 0, &[0, 1], DType::I32);
+    assert_eq!(p.iter.ndim(), 2);
+    assert_eq!(p.kernel_iter.shape(), &[32]);
+    assert_eq!(p.tensor_dims(0), vec![1, 0]);
+}
+
+#[test]
+fn preserve_format_keeps_dense_layouts_and_densifies_the_rest() {
+    assert_eq!(preserve_format_strides(&[3, 4], &[1, 3]), vec![1, 3]);
+    assert_eq!(preserve_format_strides(&[3, 4], &[8, 2]), vec![4, 1]);
+    assert_eq!(preserve_format_strides(&[3, 4], &[2, 12]), vec![1, 3]);
+    assert_eq!(preserve_format_strides(&[3, 4], &[0, 1]), vec![4, 1]);
+}
+
+#[test]
+fn bad_arguments_are_errors_not_panics() {
+    let it = TensorIterator::reduction(&[4, 4], &[4, 1], 0, 4, 4, &[false, true]);
+    assert!(ReducePlan::new(&it, DType::F64, DType::F64, &DeviceProps::h200()).is_err());
+    assert!(ReducePlan::new(&it, DType::F32, DType::F16, &DeviceProps::h200()).is_err());
+    for bad in [
+        DeviceProps {
+            sm_count: 0,
+            ..DeviceProps::h200()
+        },
+        DeviceProps {
+            warp_size: 0,
+            ..DeviceProps::h200()
+        },
+        DeviceProps {
+            warp_size: 48,
+            ..DeviceProps::h200()
+        },
+        DeviceProps {
+            max_threads_per_sm: 0,
+            ..DeviceProps::h200()
+        },
+    ] {
+        assert!(matches!(
+            ReducePlan::new(&it, DType::F32, DType::F32, &bad),
+            Err(Error::Unsupported(_))
+        ));
+    }
+    // A stride so large that every 32-bit piece holds one element.
+    let it = TensorIterator::reduction(&[1 << 20], &[1 << 31], 0, 4, 4, &[true]);
+    assert!(matches!(
+        ReducePlan::new(&it, DType::F32, DType::F32, &DeviceProps::h200()),
+        Err(Error::Unsupported(_))
+    ));
+}
+
+#[test]
+fn a_tiny_device_changes_only_the_cta_split() {
+    let tiny = DeviceProps {
+        sm_count: 2,
+        ..DeviceProps::h200()
+    };
+    let it = TensorIterator::reduction(&[1 << 25], &[1], 0, 4, 4, &[true]);
+    let p = ReducePlan::new(&it, DType::F32, DType::F32, &tiny).unwrap();
+    // target 2 * 4 = 8; ctas = max(min(8, 4096), 256) = 256.
+    assert_eq!(only(&p).grid, [1, 256, 1]);
+    assert_eq!(
+        (DeviceProps::h100().sm_count, DeviceProps::a100().sm_count),
+        (132, 108)
+    );
+    assert_eq!(DeviceProps::preset("A100"), Some(DeviceProps::a100()));
+}
+
+#[test]
+fn explain_says_why() {
+    let shape = [16, 128, 64, 128];
+    let text = plan(&shape, &contiguous(&shape), 0, &[1], DType::F32).to_string();
+    for needle in [
+        "reduce_kernel<nt=128, output_vec_size=4>",
+        "grid (1024, 1, 1)",
+        "block (32, 4, 1)",
+        "[3, 2]",
+        "lanes walk the outputs",
+        "values_per_thread 128 ≥ warp_split_threshold min(4·16, 256) = 64",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in\n{text}");
+    }
+    let text = plan(&[1 << 25], &[1], 0, &[0], DType::F32).to_string();
+    for needle in [
+        "lanes walk the reduced dim",
+        "values_per_thread 65536 ≥ 256 and grid.x 1 ≤ target 528",
+        "split across 528 CTAs",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in\n{text}");
+    }
+}

@@ -1,0 +1,264 @@
+//! Coverage of the planned launches: simulating every thread of every CTA
+//! of every launch (`plan::simulate`, which walks the kernel's own index
+//! maps, including the vectorized head/tail and the staging buffer) must
+//! visit each (output, input) pair of the iterator exactly once, and
+//! nothing else.
+
+use proptest::prelude::*;
+use std::collections::HashMap;
+use tensor_reduce::iter::TensorIterator;
+use tensor_reduce::plan::simulate::{iterator_visits, simulate_launch, Visit};
+use tensor_reduce::plan::{DeviceProps, ReducePlan};
+use tensor_reduce::DType;
+
+/// A strided view: `shape` over an allocation laid out in `order`, with a
+/// step and some padding (narrowing) per dim, some dims broadcast.
+#[derive(Clone, Debug)]
+struct Layout {
+    shape: Vec<usize>,
+    strides: Vec<isize>,
+    offset: usize,
+    mask: Vec<bool>,
+}
+
+fn layout(max_dim: usize, max_numel: usize) -> impl Strategy<Value = Layout> {
+    (1usize..=5)
+        .prop_flat_map(move |rank| {
+            (
+                prop::collection::vec(1..=max_dim, rank),
+                prop::collection::vec(1usize..=3, rank),
+                prop::collection::vec(0usize..=2, rank),
+                Just((0..rank).collect::<Vec<_>>()).prop_shuffle(),
+                prop::collection::vec(any::<bool>(), rank),
+                prop::collection::vec(0u8..10, rank),
+                prop::collection::vec(0usize..=2, rank),
+            )
+        })
+        .prop_map(
+            move |(mut shape, step, pad, order, mask, broadcast, start)| {
+                let rank = shape.len();
+                while shape.iter().product::<usize>() > max_numel {
+                    let d = (0..rank).max_by_key(|&d| shape[d]).unwrap();
+                    shape[d] /= 2;
+                }
+                let alloc: Vec<usize> = (0..rank).map(|d| shape[d] * step[d] + pad[d]).collect();
+                // Allocation strides, `order[0]` fastest.
+                let mut alloc_stride = vec![0usize; rank];
+                let mut acc = 1;
+                for &d in &order {
+                    alloc_stride[d] = acc;
+                    acc *= alloc[d];
+                }
+                let strides = (0..rank)
+                    .map(|d| {
+                        if broadcast[d] == 0 {
+                            0
+                        } else {
+                            (alloc_stride[d] * step[d]) as isize
+                        }
+                    })
+                    .collect();
+                let offset = (0..rank)
+                    .map(|d| start[d].min(pad[d]) * alloc_stride[d])
+                    .sum();
+                Layout {
+                    shape,
+                    strides,
+                    offset,
+                    mask,
+                }
+            },
+        )
+}
+
+const DTYPES: [DType; 8] = [
+    DType::F32,
+    DType::F16,
+    DType::BF16,
+    DType::F64,
+    DType::I32,
+    DType::I64,
+    DType::U8,
+    DType::Bool,
+];
+
+fn dtype() -> impl Strategy<Value = DType> {
+    prop::sample::select(DTYPES.to_vec())
+}
+
+fn device() -> impl Strategy<Value = DeviceProps> {
+    prop_oneof![
+        Just(DeviceProps::h200()),
+        Just(DeviceProps::a100()),
+        (
+            1u32..=16,
+            prop::sample::select(vec![256u32, 512, 1024, 2048])
+        )
+            .prop_map(|(sms, threads)| DeviceProps {
+                name: "tiny".into(),
+                sm_count: sms,
+                max_threads_per_sm: threads,
+                ..DeviceProps::h200()
+            }),
+    ]
+}
+
+/// Simulates every launch of the plan and compares with the iterator the
+/// kernel walks; returns how many pairs were checked.
+fn check_plan(plan: &ReducePlan) -> Result<usize, String> {
+    let mut balance: HashMap<Visit, i64> = HashMap::new();
+    iterator_visits(&plan.kernel_iter, |v| *balance.entry(v).or_default() += 1);
+    let scalar = plan.kernel.scalar.size_in_bytes() as u64;
+    for (i, launch) in plan.launches.iter().enumerate() {
+        let mut extra = None;
+        simulate_launch(launch, scalar, |v| {
+            let n = balance.entry(v).or_default();
+            *n -= 1;
+            if *n < 0 && extra.is_none() {
+                extra = Some(v);
+            }
+        })
+        .map_err(|e| format!("launch {i}: {e}"))?;
+        if let Some(v) = extra {
+            return Err(format!(
+                "launch {i} visits {v:?} once too often (or outside the iterator)"
+            ));
+        }
+    }
+    if let Some((v, n)) = balance.iter().find(|(_, &n)| n != 0) {
+        return Err(format!("{v:?} visited {} time(s) too few", n));
+    }
+    Ok(plan.kernel_iter.numel())
+}
+
+fn plan_layout(l: &Layout, dtype: DType, props: &DeviceProps) -> ReducePlan {
+    let out = dtype.sum_result();
+    let it = TensorIterator::reduction(
+        &l.shape,
+        &l.strides,
+        l.offset,
+        dtype.size_in_bytes(),
+        out.size_in_bytes(),
+        &l.mask,
+    );
+    ReducePlan::new(&it, dtype, out, props).expect("plans")
+}
+
+/// The cast copy must reduce the same elements into the same outputs.
+fn same_outputs(plan: &ReducePlan) -> bool {
+    let count = |it: &TensorIterator| {
+        let mut m: HashMap<u64, usize> = HashMap::new();
+        iterator_visits(it, |v| *m.entry(v.output).or_default() += 1);
+        m
+    };
+    count(&plan.iter) == count(&plan.kernel_iter)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn small_views_are_covered_exactly_once(l in layout(6, 4096), dtype in dtype(), props in device()) {
+        let plan = plan_layout(&l, dtype, &props);
+        prop_assert_eq!(plan.launches.len(), 1);
+        prop_assert!(same_outputs(&plan));
+        if let Err(e) = check_plan(&plan) {
+            return Err(TestCaseError::fail(format!("{e}\nplan: {:#?}", plan.launches[0].config)));
+        }
+    }
+
+    #[test]
+    fn long_rows_and_columns_are_covered_exactly_once(l in layout(300, 6000), dtype in dtype(), props in device()) {
+        // Rows long enough for input vectorization (>= 128) and the
+        // misaligned-head path of offset views.
+        let plan = plan_layout(&l, dtype, &props);
+        if let Err(e) = check_plan(&plan) {
+            return Err(TestCaseError::fail(format!("{e}\nplan: {:#?}", plan.launches[0].config)));
+        }
+    }
+}
+
+/// Shapes where the CTA split (global reduce through staging) kicks in:
+/// long contiguous rows (lanes on the reduced dim) or tall columns (lanes
+/// on the outputs), as `(reduced, kept)` lengths.
+fn global_reduce_shape() -> impl Strategy<Value = (usize, usize, bool)> {
+    prop_oneof![
+        (131_072usize..=200_000, 1usize..=2, Just(true)),
+        (4096usize..=12_000, 1usize..=40, Just(false)),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+
+    #[test]
+    fn global_reduce_launches_are_covered_exactly_once(
+        (reduced, kept, rows) in global_reduce_shape(),
+        offset in 0usize..=3,
+        dtype in prop::sample::select(vec![DType::F32, DType::F16, DType::F64, DType::I32]),
+        props in device(),
+    ) {
+        // rows: [kept, reduced] row-major; else [reduced, kept] row-major.
+        let (shape, strides, mask) = if rows {
+            ([kept, reduced], [reduced as isize, 1], [false, true])
+        } else {
+            ([reduced, kept], [kept as isize, 1], [true, false])
+        };
+        let out = dtype.sum_result();
+        let it = TensorIterator::reduction(&shape, &strides, offset, dtype.size_in_bytes(), out.size_in_bytes(), &mask);
+        let plan = ReducePlan::new(&it, dtype, out, &props).unwrap();
+        if let Err(e) = check_plan(&plan) {
+            return Err(TestCaseError::fail(format!("{e}\nplan: {:#?}", plan.launches[0].config)));
+        }
+    }
+}
+
+#[test]
+fn the_global_reduce_generator_reaches_the_cta_split() {
+    // Guard against the strategy above silently never splitting.
+    let it = TensorIterator::reduction(&[2, 131_075], &[131_075, 1], 3, 4, 4, &[false, true]);
+    let plan = ReducePlan::new(&it, DType::F32, DType::F32, &DeviceProps::h200()).unwrap();
+    let c = plan.launches[0].config;
+    assert!(c.should_global_reduce() && c.vectorize_input && c.should_block_x_reduce());
+    assert_eq!(check_plan(&plan), Ok(2 * 131_075));
+    // Vectorized rows whose warps split the input, starting mid-vector: the
+    // head and tail must be reduced by warp 0 only.
+    let it = TensorIterator::reduction(&[4, 16_384], &[16_384, 1], 1, 4, 4, &[false, true]);
+    let plan = ReducePlan::new(&it, DType::F32, DType::F32, &DeviceProps::h200()).unwrap();
+    let c = plan.launches[0].config;
+    assert!(c.vectorize_input && c.should_block_y_reduce() && !c.should_global_reduce());
+    assert_eq!(check_plan(&plan), Ok(4 * 16_384));
+    let it = TensorIterator::reduction(&[8192, 32], &[32, 1], 1, 4, 4, &[true, false]);
+    let plan = ReducePlan::new(&it, DType::F32, DType::F32, &DeviceProps::h200()).unwrap();
+    let c = plan.launches[0].config;
+    assert!(c.should_global_reduce() && !c.should_block_x_reduce());
+    assert_eq!(check_plan(&plan), Ok(8192 * 32));
+}
+
+#[test]
+fn split_launches_cover_the_whole_iterator_once() {
+    // Byte offsets past i32::MAX without allocating: 2^30-element strides.
+    let big = 1isize << 30;
+    for (shape, strides, mask) in [
+        (vec![3usize, 5], vec![big, 1], vec![false, true]),
+        (vec![3, 5], vec![big, 1], vec![true, false]),
+        (vec![4, 3, 2], vec![1, big, 3], vec![true, true, false]),
+    ] {
+        let it = TensorIterator::reduction(&shape, &strides, 0, 2, 2, &mask);
+        let plan = ReducePlan::new(&it, DType::F16, DType::F16, &DeviceProps::h200()).unwrap();
+        assert!(
+            plan.launches.len() > 1,
+            "{shape:?} {strides:?} should split"
+        );
+        assert_eq!(plan.launches.len(), it.with_32bit_indexing().len());
+        for (launch, sub) in plan.launches.iter().zip(it.with_32bit_indexing()) {
+            assert_eq!(launch.iter, sub);
+            assert_eq!(launch.base_idx, sub.view_offsets()[0] as u64);
+        }
+        assert!(
+            plan.needs_acc_buffer,
+            "half -> half cannot accumulate in the output"
+        );
+        assert_eq!(check_plan(&plan), Ok(shape.iter().product()));
+    }
+}
