@@ -5,9 +5,17 @@
 //! crate builds without a CUDA toolkit and a machine without a driver gets an
 //! [`Error::CudaUnavailable`] instead of a panic.
 
+mod kernel;
+mod nvrtc;
+mod params;
+mod reduce;
 mod storage;
 
+pub use kernel::{disk_cache, CompiledKernel, KernelSpec, ReduceOpKind, OUTPUT_VEC_SIZES};
+pub use nvrtc::{nvrtc_available, nvrtc_version};
 pub(crate) use storage::CudaStorage;
+
+use crate::plan::DeviceProps;
 
 use crate::{Error, Result};
 use cudarc::driver::{CudaContext, DriverError};
@@ -25,24 +33,35 @@ pub fn device_count() -> usize {
     if !driver_present() {
         return 0;
     }
-    CudaContext::device_count().map(|n| n.max(0) as usize).unwrap_or(0)
+    CudaContext::device_count()
+        .map(|n| n.max(0) as usize)
+        .unwrap_or(0)
 }
 
 /// The (primary) context of device `ordinal`, created once per process.
 pub(crate) fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
     static CONTEXTS: OnceLock<Mutex<HashMap<usize, Arc<CudaContext>>>> = OnceLock::new();
     if !driver_present() {
-        return Err(Error::CudaUnavailable("the CUDA driver library (libcuda) could not be loaded".into()));
+        return Err(Error::CudaUnavailable(
+            "the CUDA driver library (libcuda) could not be loaded".into(),
+        ));
     }
     let count = device_count();
     if ordinal >= count {
-        return Err(Error::CudaUnavailable(format!("device {ordinal} requested but {count} CUDA device(s) present")));
+        return Err(Error::CudaUnavailable(format!(
+            "device {ordinal} requested but {count} CUDA device(s) present"
+        )));
     }
-    let mut map = CONTEXTS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    let mut map = CONTEXTS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     if let Some(ctx) = map.get(&ordinal) {
         return Ok(ctx.clone());
     }
-    let ctx = CudaContext::new(ordinal).map_err(|e| Error::CudaUnavailable(format!("creating a context on device {ordinal}: {e}")))?;
+    let ctx = CudaContext::new(ordinal).map_err(|e| {
+        Error::CudaUnavailable(format!("creating a context on device {ordinal}: {e}"))
+    })?;
     map.insert(ordinal, ctx.clone());
     Ok(ctx)
 }
@@ -53,13 +72,61 @@ pub(crate) fn driver_error(ordinal: usize, bytes: usize, context: &str, e: Drive
     if e.0 == cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
         Error::CudaOutOfMemory { ordinal, bytes }
     } else {
-        Error::Cuda { context: context.to_string(), message: e.to_string() }
+        Error::Cuda {
+            context: context.to_string(),
+            message: e.to_string(),
+        }
     }
 }
 
+/// The properties of device `ordinal` that launch planning reads, queried
+/// from the driver once per process and device.
+pub fn device_props(ordinal: usize) -> Result<DeviceProps> {
+    static PROPS: OnceLock<Mutex<HashMap<usize, DeviceProps>>> = OnceLock::new();
+    if let Some(p) = PROPS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&ordinal)
+    {
+        return Ok(p.clone());
+    }
+    let ctx = context(ordinal)?;
+    use cudarc::driver::sys::CUdevice_attribute as A;
+    let attr = |a: A| -> Result<u32> {
+        ctx.attribute(a)
+            .map(|v| v.max(0) as u32)
+            .map_err(|e| driver_error(ordinal, 0, "cuDeviceGetAttribute", e))
+    };
+    let props = DeviceProps {
+        name: ctx
+            .name()
+            .map_err(|e| driver_error(ordinal, 0, "cuDeviceGetName", e))?,
+        sm_count: attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+        max_threads_per_sm: attr(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?,
+        warp_size: attr(A::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?,
+        max_threads_per_block: attr(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+        shared_mem_per_block: attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?,
+        compute_capability: (
+            attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+            attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+        ),
+    };
+    PROPS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(ordinal, props.clone());
+    Ok(props)
+}
+
 /// Sums on the GPU: the CUDA counterpart of [`crate::cpu::sum`] (a flat,
-/// contiguous result of `iter.num_output_elements()` on the input's device).
-pub(crate) fn sum(input: &crate::Tensor, iter: &crate::iter::TensorIterator, out_dtype: crate::DType) -> Result<crate::Tensor> {
-    let _ = (input, iter, out_dtype);
-    Err(Error::Unsupported("the CUDA reduce kernel is being ported (issue 4)".into()))
+/// contiguous result of `iter.num_output_elements()` elements of
+/// `out_dtype`, in output order, on the input's device).
+pub(crate) fn sum(
+    input: &crate::Tensor,
+    iter: &crate::iter::TensorIterator,
+    out_dtype: crate::DType,
+) -> Result<crate::Tensor> {
+    reduce::sum(input, iter, out_dtype)
 }

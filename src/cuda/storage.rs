@@ -37,7 +37,13 @@ impl CudaStorage {
             stream.clone_htod(bytes)
         }
         .map_err(|e| driver_error(ordinal, bytes.len(), "copy to device", e))?;
-        Ok(CudaStorage { buf, len: bytes.len() / dtype.size_in_bytes(), dtype, ordinal, stream })
+        Ok(CudaStorage {
+            buf,
+            len: bytes.len() / dtype.size_in_bytes(),
+            dtype,
+            ordinal,
+            stream,
+        })
     }
 
     /// A zero-filled buffer of `len` elements.
@@ -45,8 +51,35 @@ impl CudaStorage {
         let ctx = context(ordinal)?;
         let stream = ctx.default_stream();
         let bytes = (len * dtype.size_in_bytes()).max(1);
-        let buf = stream.alloc_zeros::<u8>(bytes).map_err(|e| driver_error(ordinal, bytes, "allocate", e))?;
-        Ok(CudaStorage { buf, len, dtype, ordinal, stream })
+        let buf = stream
+            .alloc_zeros::<u8>(bytes)
+            .map_err(|e| driver_error(ordinal, bytes, "allocate", e))?;
+        Ok(CudaStorage {
+            buf,
+            len,
+            dtype,
+            ordinal,
+            stream,
+        })
+    }
+
+    /// An uninitialised buffer of `len` elements, for outputs a kernel writes
+    /// in full (no memset launch).
+    pub(crate) fn uninit(ordinal: usize, dtype: DType, len: usize) -> Result<Self> {
+        let ctx = context(ordinal)?;
+        let stream = ctx.default_stream();
+        let bytes = (len * dtype.size_in_bytes()).max(1);
+        // SAFETY: u8 has no invalid bit patterns, and callers write every
+        // element before it is read back.
+        let buf = unsafe { stream.alloc::<u8>(bytes) }
+            .map_err(|e| driver_error(ordinal, bytes, "allocate", e))?;
+        Ok(CudaStorage {
+            buf,
+            len,
+            dtype,
+            ordinal,
+            stream,
+        })
     }
 
     /// Copies the whole buffer back to host memory.
