@@ -27,8 +27,16 @@ pub enum DType {
 
 impl DType {
     /// Every dtype, for tests and argument parsing.
-    pub const ALL: [DType; 8] =
-        [DType::F16, DType::BF16, DType::F32, DType::F64, DType::I32, DType::I64, DType::U8, DType::Bool];
+    pub const ALL: [DType; 8] = [
+        DType::F16,
+        DType::BF16,
+        DType::F32,
+        DType::F64,
+        DType::I32,
+        DType::I64,
+        DType::U8,
+        DType::Bool,
+    ];
 
     /// Bytes per element.
     pub const fn size_in_bytes(self) -> usize {
@@ -187,14 +195,38 @@ impl_element!(bool, Bool, to_f32: |x: bool| x as u8 as f32, to_f64: |x: bool| x 
 macro_rules! with_dtype {
     ($dt:expr, $T:ident => $body:expr) => {
         match $dt {
-            $crate::DType::F16 => { type $T = $crate::f16; $body }
-            $crate::DType::BF16 => { type $T = $crate::bf16; $body }
-            $crate::DType::F32 => { type $T = f32; $body }
-            $crate::DType::F64 => { type $T = f64; $body }
-            $crate::DType::I32 => { type $T = i32; $body }
-            $crate::DType::I64 => { type $T = i64; $body }
-            $crate::DType::U8 => { type $T = u8; $body }
-            $crate::DType::Bool => { type $T = bool; $body }
+            $crate::DType::F16 => {
+                type $T = $crate::f16;
+                $body
+            }
+            $crate::DType::BF16 => {
+                type $T = $crate::bf16;
+                $body
+            }
+            $crate::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            $crate::DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            $crate::DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            $crate::DType::Bool => {
+                type $T = bool;
+                $body
+            }
         }
     };
 }

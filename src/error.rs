@@ -21,7 +21,11 @@ pub enum Error {
 
     /// A buffer whose length does not match the shape it is given.
     #[error("data has {given} elements but shape {shape:?} needs {expected}")]
-    LengthMismatch { shape: Vec<usize>, expected: usize, given: usize },
+    LengthMismatch {
+        shape: Vec<usize>,
+        expected: usize,
+        given: usize,
+    },
 
     /// A shape whose element count does not fit in memory addressing.
     #[error("shape {shape:?} has more elements than fit in usize")]
@@ -37,15 +41,30 @@ pub enum Error {
 
     /// `reshape` to a shape with a different number of elements.
     #[error("cannot reshape a tensor of shape {from:?} ({from_numel} elements) to {to:?} ({to_numel} elements)")]
-    ReshapeMismatch { from: Vec<usize>, from_numel: usize, to: Vec<usize>, to_numel: usize },
+    ReshapeMismatch {
+        from: Vec<usize>,
+        from_numel: usize,
+        to: Vec<usize>,
+        to_numel: usize,
+    },
 
     /// `expand` to a shape the tensor cannot broadcast to.
     #[error("cannot expand shape {from:?} to {to:?}: {why}")]
-    InvalidExpand { from: Vec<usize>, to: Vec<usize>, why: String },
+    InvalidExpand {
+        from: Vec<usize>,
+        to: Vec<usize>,
+        why: String,
+    },
 
     /// Strides and offset that would read outside the storage.
     #[error("view with shape {shape:?}, strides {strides:?} and offset {offset} reaches element {max_index} of a storage of {storage_len}")]
-    OutOfBounds { shape: Vec<usize>, strides: Vec<isize>, offset: usize, max_index: usize, storage_len: usize },
+    OutOfBounds {
+        shape: Vec<usize>,
+        strides: Vec<isize>,
+        offset: usize,
+        max_index: usize,
+        storage_len: usize,
+    },
 
     /// Two tensors (or a tensor and a request) on different devices.
     #[error("tensor is on {actual}, but {expected} was required")]

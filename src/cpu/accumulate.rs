@@ -83,7 +83,13 @@ pub(crate) trait CpuElement: Element {
 
     /// Adds `data[start + i * stride]` for `i < n` into lane `i % 8`.
     #[inline(always)]
-    fn accumulate_strided<A: Acc>(data: &[Self], start: usize, stride: usize, n: usize, lanes: &mut [A; 8]) {
+    fn accumulate_strided<A: Acc>(
+        data: &[Self],
+        start: usize,
+        stride: usize,
+        n: usize,
+        lanes: &mut [A; 8],
+    ) {
         for i in 0..n {
             lanes[i % 8] = lanes[i % 8].add(A::from_elem(data[start + i * stride]));
         }
@@ -153,7 +159,9 @@ mod tests {
 
     #[test]
     fn half_block_path_matches_elementwise() {
-        let x: Vec<f16> = (0..1000).map(|i| f16::from_f32((i % 17) as f32 * 0.25 - 2.0)).collect();
+        let x: Vec<f16> = (0..1000)
+            .map(|i| f16::from_f32((i % 17) as f32 * 0.25 - 2.0))
+            .collect();
         let mut a = [0f32; 8];
         f16::accumulate_contiguous(&x, &mut a);
         let mut b = [0f32; 8];

@@ -29,6 +29,8 @@ use std::sync::Arc;
 const LEAF: usize = 1024;
 /// Outputs one column tile carries in registers.
 const TILE: usize = 64;
+/// Rows a column tile adds sequentially at the bottom of its pairwise tree.
+const OUTER_LEAF_ROWS: usize = 128;
 /// Work (elements) below which a subtree is not split across threads.
 const PARALLEL_GRAIN: usize = 1 << 16;
 
@@ -37,7 +39,10 @@ const PARALLEL_GRAIN: usize = 1 << 16;
 /// `iter.num_output_elements()` elements of `out_dtype`, in output order.
 pub(crate) fn sum(input: &Tensor, iter: &TensorIterator, out_dtype: DType) -> Result<Tensor> {
     let Storage::Cpu(storage) = &input.storage else {
-        return Err(Error::DeviceMismatch { expected: crate::Device::Cpu, actual: input.device() });
+        return Err(Error::DeviceMismatch {
+            expected: crate::Device::Cpu,
+            actual: input.device(),
+        });
     };
     let out = with_dtype!(input.dtype(), T => match out_dtype.accumulator() {
         DType::F32 => finish::<f32>(reduce::<T, f32>(storage.as_slice::<T>(), iter), out_dtype),
@@ -45,7 +50,11 @@ pub(crate) fn sum(input: &Tensor, iter: &TensorIterator, out_dtype: DType) -> Re
         _ => finish::<i64>(reduce::<T, i64>(storage.as_slice::<T>(), iter), out_dtype),
     });
     let n = out.len();
-    Ok(Tensor::from_storage(Storage::Cpu(Arc::new(out)), &[n], out_dtype))
+    Ok(Tensor::from_storage(
+        Storage::Cpu(Arc::new(out)),
+        &[n],
+        out_dtype,
+    ))
 }
 
 /// Casts accumulated values to the output dtype (torch's `project`).
@@ -78,8 +87,14 @@ impl Layout {
         // output stride, so output index o lives at element o. Checked once
         // here rather than recomputed per element.
         let mut expected = iter.element_size(TensorIterator::OUTPUT) as i64;
-        for (&n, &s) in iter.shape()[nr..].iter().zip(&iter.strides(TensorIterator::OUTPUT)[nr..]) {
-            assert!(n == 1 || s == expected, "internal: the iterator's output dims are contiguous in order");
+        for (&n, &s) in iter.shape()[nr..]
+            .iter()
+            .zip(&iter.strides(TensorIterator::OUTPUT)[nr..])
+        {
+            assert!(
+                n == 1 || s == expected,
+                "internal: the iterator's output dims are contiguous in order"
+            );
             expected *= n as i64;
         }
         Layout {
@@ -104,7 +119,8 @@ impl Layout {
     /// Column tiles apply when the fastest output dim is contiguous in the
     /// input while the fastest reduced dim is not.
     fn is_outer(&self) -> bool {
-        matches!(self.output.first(), Some(&(n, 1)) if n > 1) && self.reduce.first().is_some_and(|&(_, s)| s != 1)
+        matches!(self.output.first(), Some(&(n, 1)) if n > 1)
+            && self.reduce.first().is_some_and(|&(_, s)| s != 1)
     }
 }
 
@@ -143,12 +159,22 @@ fn contiguous_tree<T: CpuElement, A: Acc>(x: &[T]) -> A {
         return A::combine_lanes(&lanes);
     }
     let (lo, hi) = x.split_at(split_point(x.len()));
-    let (a, b) = maybe_join(x.len(), || contiguous_tree::<T, A>(lo), || contiguous_tree::<T, A>(hi));
+    let (a, b) = maybe_join(
+        x.len(),
+        || contiguous_tree::<T, A>(lo),
+        || contiguous_tree::<T, A>(hi),
+    );
     a.add(b)
 }
 
 /// Pairwise sum of reduce indices `lo..hi` of a (possibly multi-dim, strided) reduce space.
-fn inner_tree<T: CpuElement, A: Acc>(data: &[T], base: usize, dims: &[(usize, usize)], lo: usize, hi: usize) -> A {
+fn inner_tree<T: CpuElement, A: Acc>(
+    data: &[T],
+    base: usize,
+    dims: &[(usize, usize)],
+    lo: usize,
+    hi: usize,
+) -> A {
     if hi - lo <= LEAF {
         let mut lanes = [A::ZERO; 8];
         let (n0, s0) = dims[0];
@@ -168,27 +194,44 @@ fn inner_tree<T: CpuElement, A: Acc>(data: &[T], base: usize, dims: &[(usize, us
         return A::combine_lanes(&lanes);
     }
     let mid = lo + split_point(hi - lo);
-    let (a, b) = maybe_join(hi - lo, || inner_tree::<T, A>(data, base, dims, lo, mid), || inner_tree::<T, A>(data, base, dims, mid, hi));
+    let (a, b) = maybe_join(
+        hi - lo,
+        || inner_tree::<T, A>(data, base, dims, lo, mid),
+        || inner_tree::<T, A>(data, base, dims, mid, hi),
+    );
     a.add(b)
 }
 
 fn reduce_outer<T: CpuElement, A: Acc>(data: &[T], l: &Layout) -> Vec<A> {
     let width = l.output[0].0;
     let mut out = vec![A::ZERO; l.num_outputs];
-    out.par_chunks_mut(width).enumerate().for_each(|(row, out_row)| {
-        let base = l.base + Layout::offset(&l.output[1..], row);
-        out_row.par_chunks_mut(TILE).enumerate().for_each(|(t, out_tile)| {
-            let start = base + t * TILE;
-            let acc = outer_tree::<T, A>(data, start, out_tile.len(), &l.reduce, 0, l.num_inputs);
-            out_tile.copy_from_slice(&acc[..out_tile.len()]);
+    out.par_chunks_mut(width)
+        .enumerate()
+        .for_each(|(row, out_row)| {
+            let base = l.base + Layout::offset(&l.output[1..], row);
+            out_row
+                .par_chunks_mut(TILE)
+                .enumerate()
+                .for_each(|(t, out_tile)| {
+                    let start = base + t * TILE;
+                    let acc =
+                        outer_tree::<T, A>(data, start, out_tile.len(), &l.reduce, 0, l.num_inputs);
+                    out_tile.copy_from_slice(&acc[..out_tile.len()]);
+                });
         });
-    });
     out
 }
 
 /// Pairwise sum, over reduce indices `lo..hi`, of input rows of `w` contiguous outputs.
-fn outer_tree<T: CpuElement, A: Acc>(data: &[T], start: usize, w: usize, dims: &[(usize, usize)], lo: usize, hi: usize) -> [A; TILE] {
-    if (hi - lo) * w <= LEAF * 8 || hi - lo == 1 {
+fn outer_tree<T: CpuElement, A: Acc>(
+    data: &[T],
+    start: usize,
+    w: usize,
+    dims: &[(usize, usize)],
+    lo: usize,
+    hi: usize,
+) -> [A; TILE] {
+    if hi - lo <= OUTER_LEAF_ROWS {
         let mut acc = [A::ZERO; TILE];
         for k in lo..hi {
             let row = start + Layout::offset(dims, k);
@@ -197,7 +240,11 @@ fn outer_tree<T: CpuElement, A: Acc>(data: &[T], start: usize, w: usize, dims: &
         return acc;
     }
     let mid = lo + (hi - lo) / 2;
-    let (mut a, b) = maybe_join((hi - lo) * w, || outer_tree::<T, A>(data, start, w, dims, lo, mid), || outer_tree::<T, A>(data, start, w, dims, mid, hi));
+    let (mut a, b) = maybe_join(
+        (hi - lo) * w,
+        || outer_tree::<T, A>(data, start, w, dims, lo, mid),
+        || outer_tree::<T, A>(data, start, w, dims, mid, hi),
+    );
     for (x, y) in a.iter_mut().zip(b) {
         *x = x.add(y);
     }
@@ -212,7 +259,11 @@ fn split_point(n: usize) -> usize {
 
 /// Runs two subtrees, in parallel when they are big enough to pay for it.
 /// The association (and so the result) is the same either way.
-fn maybe_join<R: Send>(work: usize, a: impl FnOnce() -> R + Send, b: impl FnOnce() -> R + Send) -> (R, R) {
+fn maybe_join<R: Send>(
+    work: usize,
+    a: impl FnOnce() -> R + Send,
+    b: impl FnOnce() -> R + Send,
+) -> (R, R) {
     if work >= 2 * PARALLEL_GRAIN {
         rayon::join(a, b)
     } else {

@@ -89,10 +89,20 @@ impl TensorIterator {
         reduce_mask: &[bool],
     ) -> TensorIterator {
         assert_eq!(shape.len(), strides.len(), "internal: one stride per dim");
-        assert_eq!(shape.len(), reduce_mask.len(), "internal: one mask entry per dim");
+        assert_eq!(
+            shape.len(),
+            reduce_mask.len(),
+            "internal: one mask entry per dim"
+        );
         let mut it = TensorIterator {
             shape: shape.into(),
-            strides: compute_strides(shape, strides, input_element_size, output_element_size, reduce_mask),
+            strides: compute_strides(
+                shape,
+                strides,
+                input_element_size,
+                output_element_size,
+                reduce_mask,
+            ),
             data_offsets: [0, (offset * input_element_size) as u64],
             element_sizes: [output_element_size, input_element_size],
             view_offsets: SmallVec::from_elem(0, shape.len()),
@@ -159,12 +169,20 @@ impl TensorIterator {
 
     /// Number of leading dims where the output stride is 0.
     pub fn num_reduce_dims(&self) -> usize {
-        self.strides[Self::OUTPUT].iter().filter(|&&s| s == 0).count()
+        self.strides[Self::OUTPUT]
+            .iter()
+            .filter(|&&s| s == 0)
+            .count()
     }
 
     /// Number of output elements: the product of the non-reduced dims.
     pub fn num_output_elements(&self) -> usize {
-        self.shape.iter().zip(&self.strides[Self::OUTPUT]).filter(|(_, &s)| s != 0).map(|(&d, _)| d).product()
+        self.shape
+            .iter()
+            .zip(&self.strides[Self::OUTPUT])
+            .filter(|(_, &s)| s != 0)
+            .map(|(&d, _)| d)
+            .product()
     }
 
     /// Whether dim `d` is reduced and has more than one element.
@@ -180,8 +198,14 @@ impl TensorIterator {
             return false;
         }
         self.strides.iter().all(|strides| {
-            let extent: i64 = self.shape.iter().zip(strides).map(|(&d, &s)| (d as i64 - 1).max(0) * s).sum();
-            1 + extent <= max
+            let extent: i64 = self
+                .shape
+                .iter()
+                .zip(strides)
+                .map(|(&d, &s)| (d as i64 - 1).max(0) * s)
+                .sum();
+            // PyTorch's `1 + extent <= INT32_MAX`.
+            extent < max
         })
     }
 
@@ -200,14 +224,18 @@ impl TensorIterator {
                 }
             }
         }
-        best.expect("internal: get_dim_to_split on an iterator with no non-empty dim").1
+        best.expect("internal: get_dim_to_split on an iterator with no non-empty dim")
+            .1
     }
 
     /// Splits dim `d` in two: `self` keeps the upper half and the returned
     /// iterator the lower. If `d` is reduced, the lower half no longer
     /// finalizes the output and the upper half accumulates onto it.
     pub fn split(&mut self, d: usize) -> TensorIterator {
-        assert!(self.shape[d] >= 2, "internal: split needs a dim of size >= 2");
+        assert!(
+            self.shape[d] >= 2,
+            "internal: split needs a dim of size >= 2"
+        );
         let overlaps = self.is_dim_reduced(d);
         let copy_size = self.shape[d] / 2;
         let this_size = self.shape[d] - copy_size;
@@ -354,12 +382,25 @@ fn compute_strides(
     output_element_size: usize,
     reduce_mask: &[bool],
 ) -> [DimVec<i64>; 2] {
-    let out_shape: DimVec<usize> = shape.iter().zip(reduce_mask).map(|(&d, &r)| if r { 1 } else { d }).collect();
+    let out_shape: DimVec<usize> = shape
+        .iter()
+        .zip(reduce_mask)
+        .map(|(&d, &r)| if r { 1 } else { d })
+        .collect();
     let out_contig = crate::tensor::contiguous_strides(&out_shape);
     let output = (0..shape.len())
-        .map(|d| if out_shape[d] == 1 && shape[d] != 1 { 0 } else { out_contig[d] as i64 * output_element_size as i64 })
+        .map(|d| {
+            if out_shape[d] == 1 && shape[d] != 1 {
+                0
+            } else {
+                out_contig[d] as i64 * output_element_size as i64
+            }
+        })
         .collect();
-    let input = strides.iter().map(|&s| s as i64 * input_element_size as i64).collect();
+    let input = strides
+        .iter()
+        .map(|&s| s as i64 * input_element_size as i64)
+        .collect();
     [output, input]
 }
 

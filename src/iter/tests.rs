@@ -60,7 +60,14 @@ fn transposed_input_reorders_reduced_dim_by_input_stride() {
 fn kept_dims_follow_the_output_order_first() {
     // permute(0,2,1,3) of a contiguous [64,128,256,32], reduce view dims 1 and 3.
     // View shape [64,256,128,32], strides [1048576, 32, 8192, 1].
-    let it = It::reduction(&[64, 256, 128, 32], &[1048576, 32, 8192, 1], 0, 4, 4, &mask(4, &[1, 3]));
+    let it = It::reduction(
+        &[64, 256, 128, 32],
+        &[1048576, 32, 8192, 1],
+        0,
+        4,
+        4,
+        &mask(4, &[1, 3]),
+    );
     // Reduced: view dim 3 (stride 4 B) then view dim 1 (128 B), which are
     // contiguous with each other in memory (32 * 4 == 128) and coalesce.
     // Kept: view dim 2 (out stride 4) then view dim 0 (out stride 512),

@@ -26,7 +26,10 @@ fn resolve(input: &Tensor, dims: &[isize], keepdim: bool, out_dtype: DType) -> R
     for &d in dims {
         let w = wrap_dim(d, rank)?;
         if std::mem::replace(&mut seen[w], true) {
-            return Err(Error::RepeatedDim { dim: w, dims: dims.to_vec() });
+            return Err(Error::RepeatedDim {
+                dim: w,
+                dims: dims.to_vec(),
+            });
         }
         if rank > 0 {
             mask[w] = true;
@@ -42,7 +45,11 @@ fn resolve(input: &Tensor, dims: &[isize], keepdim: bool, out_dtype: DType) -> R
             (true, false) => None,
         })
         .collect();
-    Ok(Reduction { mask, out_shape, out_dtype })
+    Ok(Reduction {
+        mask,
+        out_shape,
+        out_dtype,
+    })
 }
 
 impl Tensor {
@@ -108,7 +115,12 @@ impl Tensor {
     /// println!("{plan}");
     /// # Ok::<(), tensor_reduce::Error>(())
     /// ```
-    pub fn explain_sum(&self, dims: &[isize], keepdim: bool, props: &DeviceProps) -> Result<ReducePlan> {
+    pub fn explain_sum(
+        &self,
+        dims: &[isize],
+        keepdim: bool,
+        props: &DeviceProps,
+    ) -> Result<ReducePlan> {
         let r = resolve(self, dims, keepdim, self.dtype().sum_result())?;
         let iter = TensorIterator::reduce_op(self, &r.mask, r.out_dtype);
         ReducePlan::new(&iter, self.dtype(), r.out_dtype, props)

@@ -115,9 +115,16 @@ impl DeviceProps {
 
 impl ReducePlan {
     /// Plans the launches for `iter` (PLACEHOLDER until the port lands).
-    pub fn new(iter: &TensorIterator, input_dtype: DType, output_dtype: DType, props: &DeviceProps) -> crate::Result<ReducePlan> {
+    pub fn new(
+        iter: &TensorIterator,
+        input_dtype: DType,
+        output_dtype: DType,
+        props: &DeviceProps,
+    ) -> crate::Result<ReducePlan> {
         let _ = (iter, input_dtype, output_dtype, props);
-        Err(crate::Error::Unsupported("ReduceConfig port in progress (issue 3)".into()))
+        Err(crate::Error::Unsupported(
+            "ReduceConfig port in progress (issue 3)".into(),
+        ))
     }
 }
 

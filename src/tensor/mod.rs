@@ -51,7 +51,12 @@ impl std::fmt::Debug for Tensor {
 
 /// The product of `shape`, or an error naming the shape on overflow.
 pub(crate) fn checked_numel(shape: &[usize]) -> Result<usize> {
-    shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d)).ok_or_else(|| Error::ShapeOverflow { shape: shape.to_vec() })
+    shape
+        .iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| Error::ShapeOverflow {
+            shape: shape.to_vec(),
+        })
 }
 
 /// Row-major (C-contiguous) element strides for `shape`.
@@ -73,9 +78,17 @@ impl Tensor {
     pub fn from_vec<T: Element>(data: Vec<T>, shape: &[usize]) -> Result<Tensor> {
         let expected = checked_numel(shape)?;
         if data.len() != expected {
-            return Err(Error::LengthMismatch { shape: shape.to_vec(), expected, given: data.len() });
+            return Err(Error::LengthMismatch {
+                shape: shape.to_vec(),
+                expected,
+                given: data.len(),
+            });
         }
-        Ok(Tensor::from_storage(Storage::Cpu(Arc::new(CpuStorage::from_vec(data))), shape, T::DTYPE))
+        Ok(Tensor::from_storage(
+            Storage::Cpu(Arc::new(CpuStorage::from_vec(data))),
+            shape,
+            T::DTYPE,
+        ))
     }
 
     /// Like [`Tensor::from_vec`], copying from a slice.
@@ -85,7 +98,11 @@ impl Tensor {
 
     /// A 0-d tensor holding `value`.
     pub fn scalar<T: Element>(value: T) -> Tensor {
-        Tensor::from_storage(Storage::Cpu(Arc::new(CpuStorage::from_vec(vec![value]))), &[], T::DTYPE)
+        Tensor::from_storage(
+            Storage::Cpu(Arc::new(CpuStorage::from_vec(vec![value]))),
+            &[],
+            T::DTYPE,
+        )
     }
 
     /// A contiguous tensor of zeros (`false` for `Bool`).
@@ -93,13 +110,21 @@ impl Tensor {
         let numel = checked_numel(shape)?;
         let storage = match device {
             Device::Cpu => Storage::Cpu(Arc::new(CpuStorage::zeroed(dtype, numel))),
-            Device::Cuda(i) => Storage::Cuda(Arc::new(crate::cuda::CudaStorage::zeros(i, dtype, numel)?)),
+            Device::Cuda(i) => {
+                Storage::Cuda(Arc::new(crate::cuda::CudaStorage::zeros(i, dtype, numel)?))
+            }
         };
         Ok(Tensor::from_storage(storage, shape, dtype))
     }
 
     pub(crate) fn from_storage(storage: Storage, shape: &[usize], dtype: DType) -> Tensor {
-        Tensor { storage, shape: shape.into(), strides: contiguous_strides(shape), offset: 0, dtype }
+        Tensor {
+            storage,
+            shape: shape.into(),
+            strides: contiguous_strides(shape),
+            offset: 0,
+            dtype,
+        }
     }
 
     /// The size of each dim.
@@ -164,7 +189,12 @@ impl Tensor {
         }
         // Strides are never negative (no view here makes them so), so the
         // last element is at offset + sum((d-1)*s).
-        let last: usize = self.shape.iter().zip(&self.strides).map(|(&d, &s)| (d - 1) * s as usize).sum();
+        let last: usize = self
+            .shape
+            .iter()
+            .zip(&self.strides)
+            .map(|(&d, &s)| (d - 1) * s as usize)
+            .sum();
         (self.offset, self.offset + last + 1)
     }
 
@@ -172,10 +202,15 @@ impl Tensor {
     /// the layout or device. Errors when `T` is not the tensor's dtype.
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         if T::DTYPE != self.dtype {
-            return Err(Error::DTypeMismatch { actual: self.dtype, requested: T::DTYPE });
+            return Err(Error::DTypeMismatch {
+                actual: self.dtype,
+                requested: T::DTYPE,
+            });
         }
         let host = self.to_device(Device::Cpu)?;
-        let Storage::Cpu(storage) = &host.storage else { unreachable!("to_device(Cpu) returns host storage") };
+        let Storage::Cpu(storage) = &host.storage else {
+            unreachable!("to_device(Cpu) returns host storage")
+        };
         let data = storage.as_slice::<T>();
         let mut out = Vec::with_capacity(host.numel());
         host.for_each_offset(|off| out.push(data[off]));
@@ -230,9 +265,17 @@ impl Tensor {
         };
         let storage = match device {
             Device::Cpu => Storage::Cpu(Arc::new(CpuStorage::from_bytes(self.dtype, bytes)?)),
-            Device::Cuda(i) => Storage::Cuda(Arc::new(crate::cuda::CudaStorage::upload(i, self.dtype, bytes)?)),
+            Device::Cuda(i) => Storage::Cuda(Arc::new(crate::cuda::CudaStorage::upload(
+                i, self.dtype, bytes,
+            )?)),
         };
-        Ok(Tensor { storage, shape: self.shape.clone(), strides: self.strides.clone(), offset: self.offset - lo_aligned, dtype: self.dtype })
+        Ok(Tensor {
+            storage,
+            shape: self.shape.clone(),
+            strides: self.strides.clone(),
+            offset: self.offset - lo_aligned,
+            dtype: self.dtype,
+        })
     }
 
     /// A contiguous copy, or this tensor itself when it already is contiguous.

@@ -30,12 +30,18 @@ impl SplitMix64 {
     }
 }
 
-fn fill_chunks<T: Element>(numel: usize, seed: u64, gen: impl Fn(&mut SplitMix64) -> T + Sync) -> Vec<T> {
+fn fill_chunks<T: Element>(
+    numel: usize,
+    seed: u64,
+    gen: impl Fn(&mut SplitMix64) -> T + Sync,
+) -> Vec<T> {
     let mut data = vec![T::default(); numel];
-    data.par_chunks_mut(CHUNK).enumerate().for_each(|(i, chunk)| {
-        let mut rng = SplitMix64::new(seed, i as u64);
-        chunk.iter_mut().for_each(|x| *x = gen(&mut rng));
-    });
+    data.par_chunks_mut(CHUNK)
+        .enumerate()
+        .for_each(|(i, chunk)| {
+            let mut rng = SplitMix64::new(seed, i as u64);
+            chunk.iter_mut().for_each(|x| *x = gen(&mut rng));
+        });
     data
 }
 
@@ -45,7 +51,9 @@ impl Tensor {
     /// Only floating dtypes (as in torch); made on the host, then moved to `device`.
     pub fn randn(shape: &[usize], dtype: DType, device: Device, seed: u64) -> Result<Tensor> {
         if !dtype.is_floating_point() {
-            return Err(Error::Unsupported(format!("randn needs a floating dtype, got {dtype} (use randint)")));
+            return Err(Error::Unsupported(format!(
+                "randn needs a floating dtype, got {dtype} (use randint)"
+            )));
         }
         let numel = super::checked_numel(shape)?;
         let host = with_dtype!(dtype, T => Tensor::from_vec(fill_chunks::<T>(numel, seed, |r| {
@@ -58,9 +66,18 @@ impl Tensor {
 
     /// Integers drawn uniformly from `low..high`, as `torch.randint`, cast to
     /// `dtype` (any dtype; `Bool` gets `value != 0`).
-    pub fn randint(low: i64, high: i64, shape: &[usize], dtype: DType, device: Device, seed: u64) -> Result<Tensor> {
+    pub fn randint(
+        low: i64,
+        high: i64,
+        shape: &[usize],
+        dtype: DType,
+        device: Device,
+        seed: u64,
+    ) -> Result<Tensor> {
         if low >= high {
-            return Err(Error::Unsupported(format!("randint needs low < high, got {low}..{high}")));
+            return Err(Error::Unsupported(format!(
+                "randint needs low < high, got {low}..{high}"
+            )));
         }
         let numel = super::checked_numel(shape)?;
         let span = (high as i128 - low as i128) as u128;

@@ -21,31 +21,44 @@ impl CpuStorage {
     /// All-zero bytes, which is the value 0 (or `false`) for every dtype.
     pub(crate) fn zeroed(dtype: DType, len: usize) -> Self {
         let bytes = len * dtype.size_in_bytes();
-        CpuStorage { words: vec![0u64; bytes.div_ceil(8)], len, dtype }
+        CpuStorage {
+            words: vec![0u64; bytes.div_ceil(8)],
+            len,
+            dtype,
+        }
     }
 
     pub(crate) fn len(&self) -> usize {
         self.len
     }
 
-    pub(crate) fn dtype(&self) -> DType {
-        self.dtype
-    }
-
     pub(crate) fn as_bytes(&self) -> &[u8] {
         // SAFETY: u64 words reinterpreted as bytes; the length is within the allocation.
-        unsafe { std::slice::from_raw_parts(self.words.as_ptr() as *const u8, self.len * self.dtype.size_in_bytes()) }
+        unsafe {
+            std::slice::from_raw_parts(
+                self.words.as_ptr() as *const u8,
+                self.len * self.dtype.size_in_bytes(),
+            )
+        }
     }
 
     pub(crate) fn as_slice<T: Element>(&self) -> &[T] {
-        assert_eq!(T::DTYPE, self.dtype, "internal: typed access with the storage's own dtype");
+        assert_eq!(
+            T::DTYPE,
+            self.dtype,
+            "internal: typed access with the storage's own dtype"
+        );
         // SAFETY: the buffer is 8-byte aligned, holds `len` elements of
         // `T::DTYPE`, and only valid values of T were ever written (Element's contract).
         unsafe { std::slice::from_raw_parts(self.words.as_ptr() as *const T, self.len) }
     }
 
     pub(crate) fn as_mut_slice<T: Element>(&mut self) -> &mut [T] {
-        assert_eq!(T::DTYPE, self.dtype, "internal: typed access with the storage's own dtype");
+        assert_eq!(
+            T::DTYPE,
+            self.dtype,
+            "internal: typed access with the storage's own dtype"
+        );
         // SAFETY: as in `as_slice`, and `&mut self` gives exclusive access.
         unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr() as *mut T, self.len) }
     }
@@ -56,15 +69,22 @@ impl CpuStorage {
         if bytes.len() % size != 0 {
             return Err(Error::Cuda {
                 context: "copy to host".into(),
-                message: format!("{} bytes is not a whole number of {dtype} elements", bytes.len()),
+                message: format!(
+                    "{} bytes is not a whole number of {dtype} elements",
+                    bytes.len()
+                ),
             });
         }
         let mut s = Self::zeroed(dtype, bytes.len() / size);
         // SAFETY: same allocation reinterpreted as bytes, length checked above.
-        let dst = unsafe { std::slice::from_raw_parts_mut(s.words.as_mut_ptr() as *mut u8, bytes.len()) };
+        let dst =
+            unsafe { std::slice::from_raw_parts_mut(s.words.as_mut_ptr() as *mut u8, bytes.len()) };
         dst.copy_from_slice(bytes);
         if dtype == DType::Bool && dst.iter().any(|&b| b > 1) {
-            return Err(Error::Cuda { context: "copy to host".into(), message: "bool buffer holds a byte other than 0 or 1".into() });
+            return Err(Error::Cuda {
+                context: "copy to host".into(),
+                message: "bool buffer holds a byte other than 0 or 1".into(),
+            });
         }
         Ok(s)
     }

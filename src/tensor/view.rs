@@ -12,12 +12,22 @@ pub(crate) fn wrap_dim(dim: isize, rank: usize) -> Result<usize> {
     if dim < -r || dim >= r {
         return Err(Error::DimOutOfRange { dim, rank });
     }
-    Ok(if dim < 0 { (dim + r) as usize } else { dim as usize })
+    Ok(if dim < 0 {
+        (dim + r) as usize
+    } else {
+        dim as usize
+    })
 }
 
 impl Tensor {
     fn view_with(&self, shape: Shape, strides: Strides, offset: usize) -> Tensor {
-        Tensor { storage: self.storage.clone(), shape, strides, offset, dtype: self.dtype }
+        Tensor {
+            storage: self.storage.clone(),
+            shape,
+            strides,
+            offset,
+            dtype: self.dtype,
+        }
     }
 
     /// A view with arbitrary shape, element strides and storage offset, as
@@ -25,17 +35,29 @@ impl Tensor {
     /// must lie inside the storage.
     pub fn as_strided(&self, shape: &[usize], strides: &[isize], offset: usize) -> Result<Tensor> {
         if shape.len() != strides.len() {
-            return Err(Error::InvalidView(format!("shape {shape:?} has {} dims but strides {strides:?} have {}", shape.len(), strides.len())));
+            return Err(Error::InvalidView(format!(
+                "shape {shape:?} has {} dims but strides {strides:?} have {}",
+                shape.len(),
+                strides.len()
+            )));
         }
         if let Some(s) = strides.iter().find(|&&s| s < 0) {
-            return Err(Error::InvalidView(format!("negative stride {s} in {strides:?}")));
+            return Err(Error::InvalidView(format!(
+                "negative stride {s} in {strides:?}"
+            )));
         }
         checked_numel(shape)?;
         let t = self.view_with(shape.into(), strides.into(), offset);
         let (_, hi) = t.storage_span();
         let len = self.storage.len();
         if t.numel() > 0 && hi > len {
-            return Err(Error::OutOfBounds { shape: shape.to_vec(), strides: strides.to_vec(), offset, max_index: hi - 1, storage_len: len });
+            return Err(Error::OutOfBounds {
+                shape: shape.to_vec(),
+                strides: strides.to_vec(),
+                offset,
+                max_index: hi - 1,
+                storage_len: len,
+            });
         }
         Ok(t)
     }
@@ -44,7 +66,9 @@ impl Tensor {
     pub fn permute(&self, perm: &[isize]) -> Result<Tensor> {
         let rank = self.dim();
         if perm.len() != rank {
-            return Err(Error::InvalidView(format!("permute of a rank-{rank} tensor needs {rank} dims, got {perm:?}")));
+            return Err(Error::InvalidView(format!(
+                "permute of a rank-{rank} tensor needs {rank} dims, got {perm:?}"
+            )));
         }
         let mut seen = vec![false; rank];
         let mut shape = Shape::new();
@@ -52,7 +76,10 @@ impl Tensor {
         for &p in perm {
             let d = wrap_dim(p, rank)?;
             if std::mem::replace(&mut seen[d], true) {
-                return Err(Error::RepeatedDim { dim: d, dims: perm.to_vec() });
+                return Err(Error::RepeatedDim {
+                    dim: d,
+                    dims: perm.to_vec(),
+                });
             }
             shape.push(self.shape[d]);
             strides.push(self.strides[d]);
@@ -78,13 +105,22 @@ impl Tensor {
         match self.dim() {
             0 | 1 => Ok(self.clone()),
             2 => self.transpose(0, 1),
-            r => Err(Error::InvalidView(format!("t() expects a tensor of rank <= 2, got rank {r}; use transpose"))),
+            r => Err(Error::InvalidView(format!(
+                "t() expects a tensor of rank <= 2, got rank {r}; use transpose"
+            ))),
         }
     }
 
     /// Elements `start..start + len` of `dim`.
     pub fn narrow(&self, dim: isize, start: usize, len: usize) -> Result<Tensor> {
-        self.slice(dim, start, start.checked_add(len).ok_or_else(|| Error::InvalidView("narrow range overflows".into()))?, 1)
+        self.slice(
+            dim,
+            start,
+            start
+                .checked_add(len)
+                .ok_or_else(|| Error::InvalidView("narrow range overflows".into()))?,
+            1,
+        )
     }
 
     /// Elements `start..end` of `dim` taking every `step`-th, like
@@ -99,7 +135,9 @@ impl Tensor {
             return Err(Error::InvalidView("slice step must be positive".into()));
         }
         if start > end || end > size {
-            return Err(Error::InvalidView(format!("range {start}..{end} does not fit dim {d} of size {size}")));
+            return Err(Error::InvalidView(format!(
+                "range {start}..{end} does not fit dim {d} of size {size}"
+            )));
         }
         let mut t = self.clone();
         t.shape[d] = (end - start).div_ceil(step);
@@ -114,9 +152,16 @@ impl Tensor {
     /// leading dims) get stride 0, as in torch's `expand`.
     pub fn expand(&self, shape: &[usize]) -> Result<Tensor> {
         let rank = self.dim();
-        let err = |why: String| Error::InvalidExpand { from: self.shape.to_vec(), to: shape.to_vec(), why };
+        let err = |why: String| Error::InvalidExpand {
+            from: self.shape.to_vec(),
+            to: shape.to_vec(),
+            why,
+        };
         if shape.len() < rank {
-            return Err(err(format!("the target has {} dims, fewer than the tensor's {rank}", shape.len())));
+            return Err(err(format!(
+                "the target has {} dims, fewer than the tensor's {rank}",
+                shape.len()
+            )));
         }
         let lead = shape.len() - rank;
         let mut strides = Strides::new();
@@ -131,7 +176,9 @@ impl Tensor {
             } else if d == 1 {
                 strides.push(0);
             } else {
-                return Err(err(format!("dim {i} has size {d}, which is neither {n} nor 1")));
+                return Err(err(format!(
+                    "dim {i} has size {d}, which is neither {n} nor 1"
+                )));
             }
         }
         checked_numel(shape)?;
@@ -142,7 +189,11 @@ impl Tensor {
     pub fn unsqueeze(&self, dim: isize) -> Result<Tensor> {
         let rank = self.dim();
         let d = wrap_dim(dim, rank + 1)?;
-        let stride = if d < rank { self.strides[d] * self.shape[d] as isize } else { 1 };
+        let stride = if d < rank {
+            self.strides[d] * self.shape[d] as isize
+        } else {
+            1
+        };
         let mut t = self.clone();
         t.shape.insert(d, 1);
         t.strides.insert(d, stride);
@@ -174,7 +225,12 @@ impl Tensor {
     pub fn reshape(&self, shape: &[usize]) -> Result<Tensor> {
         let (from_numel, to_numel) = (self.numel(), checked_numel(shape)?);
         if from_numel != to_numel {
-            return Err(Error::ReshapeMismatch { from: self.shape.to_vec(), from_numel, to: shape.to_vec(), to_numel });
+            return Err(Error::ReshapeMismatch {
+                from: self.shape.to_vec(),
+                from_numel,
+                to: shape.to_vec(),
+                to_numel,
+            });
         }
         if let Some(strides) = view_strides(&self.shape, &self.strides, shape) {
             return Ok(self.view_with(shape.into(), strides, self.offset));
@@ -199,7 +255,10 @@ fn view_strides(shape: &[usize], strides: &[isize], new_shape: &[usize]) -> Opti
     let mut view_numel = 1usize;
     for tensor_d in (0..shape.len()).rev() {
         tensor_numel *= shape[tensor_d];
-        if tensor_d == 0 || (shape[tensor_d - 1] != 1 && strides[tensor_d - 1] != tensor_numel as isize * chunk_base_stride) {
+        if tensor_d == 0
+            || (shape[tensor_d - 1] != 1
+                && strides[tensor_d - 1] != tensor_numel as isize * chunk_base_stride)
+        {
             while view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d as usize] == 1) {
                 out[view_d as usize] = view_numel as isize * chunk_base_stride;
                 view_numel *= new_shape[view_d as usize];

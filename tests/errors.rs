@@ -1,0 +1,147 @@
+//! Every user error is a typed error naming what was wrong, never a panic.
+
+use tensor_reduce::{DType, Device, Error, Tensor};
+
+fn x234() -> Tensor {
+    Tensor::from_vec((0..24).map(|v| v as f32).collect(), &[2, 3, 4]).unwrap()
+}
+
+#[test]
+fn dim_out_of_range_names_dim_and_rank() {
+    let e = x234().sum(&[3], false).unwrap_err();
+    assert!(
+        matches!(e, Error::DimOutOfRange { dim: 3, rank: 3 }),
+        "{e:?}"
+    );
+    let msg = e.to_string();
+    assert!(
+        msg.contains("dim 3") && msg.contains("rank 3") && msg.contains("-3..=2"),
+        "{msg}"
+    );
+    assert!(matches!(
+        x234().sum(&[-4], false),
+        Err(Error::DimOutOfRange { dim: -4, rank: 3 })
+    ));
+    assert!(matches!(
+        Tensor::scalar(1.0f32).sum(&[1], false),
+        Err(Error::DimOutOfRange { dim: 1, rank: 0 })
+    ));
+}
+
+#[test]
+fn repeated_dim_is_an_error_even_when_spelled_differently() {
+    let e = x234().sum(&[1, -2], false).unwrap_err();
+    assert!(matches!(&e, Error::RepeatedDim { dim: 1, .. }), "{e:?}");
+    assert!(e.to_string().contains("[1, -2]"));
+    assert!(matches!(
+        x234().permute(&[0, 0, 1]),
+        Err(Error::RepeatedDim { dim: 0, .. })
+    ));
+}
+
+#[test]
+fn data_length_mismatch_names_both_lengths() {
+    let e = Tensor::from_vec(vec![1.0f32; 5], &[2, 3]).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::LengthMismatch {
+                expected: 6,
+                given: 5,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("5 elements") && e.to_string().contains("needs 6"));
+    assert!(matches!(
+        Tensor::from_vec(vec![1u8; 2], &[usize::MAX, 2]),
+        Err(Error::ShapeOverflow { .. })
+    ));
+}
+
+#[test]
+fn reading_back_with_the_wrong_type() {
+    let e = x234().to_vec::<f64>().unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::DTypeMismatch {
+                actual: DType::F32,
+                requested: DType::F64
+            }
+        ),
+        "{e:?}"
+    );
+    let s = Tensor::from_vec(vec![1i32, 2], &[2])
+        .unwrap()
+        .sum_all()
+        .unwrap();
+    assert!(s.to_vec::<i32>().is_err(), "an i32 sum is i64, as in torch");
+}
+
+#[test]
+fn bad_views() {
+    let x = x234();
+    assert!(matches!(x.permute(&[0, 1]), Err(Error::InvalidView(_))));
+    assert!(matches!(x.narrow(1, 2, 2), Err(Error::InvalidView(_))));
+    assert!(matches!(x.slice(0, 0, 2, 0), Err(Error::InvalidView(_))));
+    assert!(matches!(
+        x.expand(&[3, 3, 4]),
+        Err(Error::InvalidExpand { .. })
+    ));
+    assert!(matches!(
+        x.expand(&[3, 4]),
+        Err(Error::InvalidExpand { .. })
+    ));
+    assert!(matches!(
+        x.reshape(&[5, 5]),
+        Err(Error::ReshapeMismatch {
+            from_numel: 24,
+            to_numel: 25,
+            ..
+        })
+    ));
+    assert!(matches!(x.t(), Err(Error::InvalidView(_))));
+    assert!(matches!(
+        x.unsqueeze(4),
+        Err(Error::DimOutOfRange { dim: 4, rank: 4 })
+    ));
+    let e = x.as_strided(&[3, 9], &[9, 1], 0).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::OutOfBounds {
+                max_index: 26,
+                storage_len: 24,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(matches!(
+        x.as_strided(&[2], &[-1], 5),
+        Err(Error::InvalidView(_))
+    ));
+}
+
+#[test]
+fn randn_needs_a_float_dtype() {
+    assert!(matches!(
+        Tensor::randn(&[2], DType::I32, Device::Cpu, 0),
+        Err(Error::Unsupported(_))
+    ));
+    assert!(matches!(
+        Tensor::randint(3, 3, &[2], DType::I32, Device::Cpu, 0),
+        Err(Error::Unsupported(_))
+    ));
+}
+
+#[test]
+fn a_missing_gpu_is_an_error_not_a_panic() {
+    // Device 1000 exists nowhere, with or without a driver.
+    let e = Device::cuda(1000).unwrap_err();
+    assert!(matches!(e, Error::CudaUnavailable(_)), "{e:?}");
+    let e = x234().to_device(Device::Cuda(1000)).unwrap_err();
+    assert!(matches!(e, Error::CudaUnavailable(_)), "{e:?}");
+}

@@ -1,0 +1,255 @@
+//! Edge cases of `sum` with torch's expected results, on every backend.
+
+mod common;
+
+use tensor_reduce::{bf16, f16, DType, Device, Tensor};
+
+fn on(device: Device, t: Tensor) -> Tensor {
+    t.to_device(device).unwrap()
+}
+
+fn zero_d(device: Device) {
+    let x = on(device, Tensor::scalar(2.5f32));
+    for dims in [&[][..], &[0], &[-1]] {
+        let s = x.sum(dims, false).unwrap();
+        assert_eq!(s.shape(), &[] as &[usize]);
+        assert_eq!(s.to_vec::<f32>().unwrap(), vec![2.5]);
+    }
+    assert_eq!(x.sum(&[0], true).unwrap().shape(), &[] as &[usize]);
+    assert!(x.sum(&[1], false).is_err());
+}
+
+fn empty_dims_sum_to_zero(device: Device) {
+    let x = on(
+        device,
+        Tensor::zeros(&[3, 0, 4], DType::F32, Device::Cpu).unwrap(),
+    );
+    let s = x.sum(&[1], false).unwrap();
+    assert_eq!(s.shape(), &[3, 4]);
+    assert_eq!(s.to_vec::<f32>().unwrap(), vec![0.0; 12]);
+    assert_eq!(x.sum(&[1], true).unwrap().shape(), &[3, 1, 4]);
+    // Reducing the non-empty dims leaves an empty result.
+    assert_eq!(x.sum(&[0, 2], false).unwrap().shape(), &[0]);
+    let i = on(
+        device,
+        Tensor::zeros(&[0], DType::I32, Device::Cpu).unwrap(),
+    );
+    assert_eq!(i.sum_all().unwrap().to_vec::<i64>().unwrap(), vec![0]);
+}
+
+fn nan_and_inf_propagate(device: Device) {
+    let x = on(
+        device,
+        Tensor::from_vec(
+            vec![
+                1.0f32,
+                f32::NAN,
+                2.0,
+                f32::INFINITY,
+                1.0,
+                3.0,
+                f32::INFINITY,
+                f32::NEG_INFINITY,
+            ],
+            &[4, 2],
+        )
+        .unwrap(),
+    );
+    let s = x.sum(&[1], false).unwrap().to_vec::<f32>().unwrap();
+    assert!(s[0].is_nan());
+    assert_eq!(s[1], f32::INFINITY);
+    assert_eq!(s[2], 4.0);
+    assert!(s[3].is_nan(), "inf + -inf is NaN");
+}
+
+fn keepdim_and_negative_dims(device: Device) {
+    let x = on(
+        device,
+        Tensor::from_vec((0..24).map(|v| v as f64).collect(), &[2, 3, 4]).unwrap(),
+    );
+    let a = x.sum(&[-1, 0], true).unwrap();
+    assert_eq!(a.shape(), &[1, 3, 1]);
+    // Independent arithmetic: sum over i, k of (12 i + 4 j + k) = 2*4*4j + (4*12 + 2*6) = 32 j + 60.
+    assert_eq!(a.to_vec::<f64>().unwrap(), vec![60.0, 92.0, 124.0]);
+    assert_eq!(
+        x.sum(&[2, 0], false).unwrap().to_vec::<f64>().unwrap(),
+        vec![60.0, 92.0, 124.0]
+    );
+    assert_eq!(x.sum_all().unwrap().to_vec::<f64>().unwrap(), vec![276.0]);
+    assert_eq!(x.sum(&[], true).unwrap().shape(), &[1, 1, 1]);
+}
+
+fn dtypes_follow_torch(device: Device) {
+    let b = on(
+        device,
+        Tensor::from_vec(vec![true, false, true, true], &[4]).unwrap(),
+    );
+    let s = b.sum_all().unwrap();
+    assert_eq!(s.dtype(), DType::I64);
+    assert_eq!(s.to_vec::<i64>().unwrap(), vec![3]);
+    let u = on(
+        device,
+        Tensor::from_vec(vec![200u8, 100, 50], &[3]).unwrap(),
+    );
+    assert_eq!(
+        u.sum_all().unwrap().to_vec::<i64>().unwrap(),
+        vec![350],
+        "u8 sums widen to i64, no wrap at 256"
+    );
+    let i = on(
+        device,
+        Tensor::from_vec(vec![i32::MAX, i32::MAX], &[2]).unwrap(),
+    );
+    assert_eq!(
+        i.sum_all().unwrap().to_vec::<i64>().unwrap(),
+        vec![2 * i32::MAX as i64]
+    );
+    // f16 accumulates in f32: 4096 ones sum to 4096 (an f16 accumulator stalls at 2048).
+    let h = on(
+        device,
+        Tensor::from_vec(vec![f16::ONE; 4096], &[4096]).unwrap(),
+    );
+    let hs = h.sum_all().unwrap();
+    assert_eq!(hs.dtype(), DType::F16);
+    assert_eq!(hs.to_vec::<f16>().unwrap(), vec![f16::from_f32(4096.0)]);
+    let bh = on(
+        device,
+        Tensor::from_vec(vec![bf16::ONE; 1000], &[1000]).unwrap(),
+    );
+    assert_eq!(
+        bh.sum_all().unwrap().to_vec::<bf16>().unwrap(),
+        vec![bf16::from_f32(1000.0)]
+    );
+}
+
+fn sum_dtype_casts_first(device: Device) {
+    let h = on(
+        device,
+        Tensor::from_vec(vec![f16::from_f32(60000.0); 4], &[2, 2]).unwrap(),
+    );
+    assert_eq!(
+        h.sum(&[0], false).unwrap().to_vec::<f16>().unwrap(),
+        vec![f16::INFINITY; 2],
+        "f16 result overflows as in torch"
+    );
+    let f = h.sum_dtype(&[0], false, DType::F32).unwrap();
+    assert_eq!(f.dtype(), DType::F32);
+    assert_eq!(f.to_vec::<f32>().unwrap(), vec![120000.0; 2]);
+    let i = on(
+        device,
+        Tensor::from_vec(vec![1.9f32, 2.9, -1.5], &[3]).unwrap(),
+    );
+    // torch casts each element to the target dtype before summing: 1 + 2 - 1.
+    assert_eq!(
+        i.sum_dtype(&[0], false, DType::I64)
+            .unwrap()
+            .to_vec::<i64>()
+            .unwrap(),
+        vec![2]
+    );
+    let n = on(device, Tensor::from_vec(vec![1i32, 2, 3], &[3]).unwrap());
+    assert_eq!(
+        n.sum_dtype(&[], false, DType::F64)
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap(),
+        vec![6.0]
+    );
+    assert_eq!(
+        n.sum_dtype(&[], false, DType::I32)
+            .unwrap()
+            .to_vec::<i32>()
+            .unwrap(),
+        vec![6]
+    );
+}
+
+fn cascade_summation_is_accurate(device: Device) {
+    // 2^24 + 3 copies of 0.1f32: a naive f32 loop stalls at 2^21; torch's
+    // result is within 1e-5 relative of the exact sum.
+    let n = (1usize << 24) + 3;
+    let x = on(device, Tensor::from_vec(vec![0.1f32; n], &[n]).unwrap());
+    let got = x.sum_all().unwrap().to_vec::<f32>().unwrap()[0] as f64;
+    let exact = n as f64 * 0.1f32 as f64;
+    assert!(
+        ((got - exact) / exact).abs() < 1e-5,
+        "got {got}, exact {exact}"
+    );
+}
+
+/// The CPU backend's column sums are pairwise too. (On the GPU, column sums
+/// follow PyTorch's order, whose error grows with the values per thread.)
+#[test]
+fn cpu_column_sums_are_accurate() {
+    let c = Tensor::from_vec(vec![0.1f32; 4 << 20], &[1 << 20, 4]).unwrap();
+    for v in c.sum(&[0], false).unwrap().to_vec::<f32>().unwrap() {
+        let e = (1 << 20) as f64 * 0.1f32 as f64;
+        assert!(
+            ((v as f64 - e) / e).abs() < 1e-5,
+            "column got {v}, exact {e}"
+        );
+    }
+}
+
+fn deterministic_across_calls(device: Device) {
+    let x = Tensor::randn(&[300, 1000], DType::F32, device, 7).unwrap();
+    let x = x.transpose(0, 1).unwrap();
+    let a = x.sum(&[1], false).unwrap().to_vec::<f32>().unwrap();
+    for _ in 0..3 {
+        let b = x.sum(&[1], false).unwrap().to_vec::<f32>().unwrap();
+        assert!(a.iter().zip(&b).all(|(p, q)| p.to_bits() == q.to_bits()));
+    }
+}
+
+fn large_expanded_input(device: Device) {
+    // A stride-0 dim of 100k over 7 real values: reduced without materialising.
+    let base = on(
+        device,
+        Tensor::from_vec((1..=7).map(|v| v as f32).collect(), &[1, 7]).unwrap(),
+    );
+    let x = base.expand(&[100_000, 7]).unwrap();
+    assert_eq!(x.strides(), &[0, 1]);
+    let s = x.sum(&[0], false).unwrap().to_vec::<f32>().unwrap();
+    assert_eq!(s, (1..=7).map(|v| v as f32 * 100_000.0).collect::<Vec<_>>());
+    assert_eq!(
+        x.sum_all().unwrap().to_vec::<f32>().unwrap(),
+        vec![2_800_000.0]
+    );
+}
+
+backend_tests! {
+    zero_d_tensors => zero_d;
+    empty_dims => empty_dims_sum_to_zero;
+    nan_and_inf => nan_and_inf_propagate;
+    keepdim_and_negative => keepdim_and_negative_dims;
+    result_dtypes => dtypes_follow_torch;
+    sum_dtype => sum_dtype_casts_first;
+    cascade_accuracy => cascade_summation_is_accurate;
+    determinism => deterministic_across_calls;
+    expanded_input => large_expanded_input;
+}
+
+#[test]
+fn cpu_result_does_not_depend_on_thread_count() {
+    let x = Tensor::randn(&[64, 300_000], DType::F32, Device::Cpu, 11).unwrap();
+    let views = [x.clone(), x.transpose(0, 1).unwrap()];
+    for v in &views {
+        for dims in [&[0][..], &[1], &[]] {
+            let one = rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .build()
+                .unwrap()
+                .install(|| v.sum(dims, false).unwrap());
+            let many = rayon::ThreadPoolBuilder::new()
+                .num_threads(7)
+                .build()
+                .unwrap()
+                .install(|| v.sum(dims, false).unwrap());
+            let (a, b) = (one.to_vec::<f32>().unwrap(), many.to_vec::<f32>().unwrap());
+            assert!(
+                a.iter().zip(&b).all(|(p, q)| p.to_bits() == q.to_bits()),
+                "dims {dims:?}"
+            );
+        }
+    }
+}
