@@ -1,15 +1,36 @@
 //! Launch planning for the GPU: a port of PyTorch's `ReduceConfig` and
-//! `setReduceConfig` (`aten/src/ATen/native/cuda/Reduce.cuh`).
+//! `setReduceConfig` (`aten/src/ATen/native/cuda/Reduce.cuh`, PyTorch 2.11),
+//! plus the host driver decisions of `gpu_reduce_kernel` and the dtype
+//! dispatch of `sum_kernel_cuda` (`ReduceSumProdKernel.cu`).
 //!
-//! CONTRACT (shared by the plan and CUDA work in progress; the planner fills
-//! in the logic behind these types):
+//! CONTRACT (shared by the plan and CUDA work):
 //! - [`DeviceProps`]: the GPU properties the heuristic reads, with presets.
-//! - [`ReduceConfig`]: PyTorch's struct, field for field.
+//! - [`ReduceConfig`]: PyTorch's struct, field for field (plus the warp size
+//!   and thread cap it reads from the device and the op).
 //! - [`LaunchPlan`]: one `reduce_kernel` launch (one 32-bit sub-iterator).
 //! - [`ReducePlan`]: the whole reduction: iterator, launches, dtypes.
+//!
+//! Everything is a pure function of the iterator, the dtypes and the device
+//! properties; no GPU is touched. Printing a [`ReducePlan`] explains it like
+//! a database `EXPLAIN`.
+
+mod config;
+mod explain;
+#[cfg(test)]
+mod tests;
+
+pub use config::{
+    div_up, get_output_vec_size, last_pow2, set_reduce_config, Decisions, BLOCK_X, BLOCK_Y, CTA,
+    MAX_VALUES_PER_THREAD, MIN_VALUES_PER_THREAD,
+};
 
 use crate::iter::TensorIterator;
-use crate::DType;
+use crate::{DType, Error, Result};
+
+/// More launches than this means a pathological layout (e.g. a stride so
+/// large that each 32-bit piece holds a handful of elements); planning it
+/// would only exhaust memory, so it is refused.
+pub const MAX_LAUNCHES: usize = 1 << 16;
 
 /// The properties of a GPU that launch planning depends on.
 #[derive(Clone, Debug, PartialEq)]
@@ -32,6 +53,11 @@ pub struct DeviceProps {
 
 /// PyTorch's `ReduceConfig`, with its names: how block.x, block.y and
 /// grid.y split the inputs of each output, the outputs, and the CTAs.
+///
+/// A thread `(threadIdx, blockIdx)` starts at input index
+/// [`input_idx`](ReduceConfig::input_idx) and output index
+/// [`output_idx`](ReduceConfig::output_idx); a multiplier of 0 in
+/// `input_mult` means that level splits outputs instead (and vice versa).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReduceConfig {
     /// `sizeof(arg_t)`: the accumulator's size.
@@ -40,15 +66,23 @@ pub struct ReduceConfig {
     pub num_inputs: u32,
     /// Number of outputs.
     pub num_outputs: u32,
+    /// Distance between successive input indices a thread reads: the
+    /// product of every `split_input` parallelism.
     pub step_input: u32,
+    /// Outputs (in units of `output_vec_size`) one CTA column covers: the
+    /// product of every `split_output` parallelism.
     pub step_output: u32,
+    /// CTAs along grid.y that share each output (1: no global reduce).
     pub ctas_per_output: u32,
     /// Input index multipliers for `[BLOCK_X, BLOCK_Y, CTA]`.
     pub input_mult: [u32; 3],
     /// Output index multipliers for `[BLOCK_X, BLOCK_Y]`.
     pub output_mult: [u32; 2],
+    /// block.x.
     pub block_width: u32,
+    /// block.y.
     pub block_height: u32,
+    /// `block_width * block_height`.
     pub num_threads: u32,
     /// Lanes load `input_vec_size` contiguous inputs at once.
     pub vectorize_input: bool,
@@ -58,6 +92,30 @@ pub struct ReduceConfig {
     pub input_vec_size: u32,
     /// Independent accumulators per thread.
     pub vt0: u32,
+    /// `at::cuda::warp_size()`, which `set_block_dimension` and
+    /// `shared_memory_size` read.
+    pub warp_size: u32,
+    /// `mnt_wrapper<scalar_t>::MAX_NUM_THREADS` (512; 256 for complex double).
+    pub max_num_threads: u32,
+}
+
+/// The template arguments PyTorch instantiates for a sum:
+/// `gpu_reduce_kernel<scalar_t, out_scalar_t, vt0, input_vec_size>` with
+/// `arg_t` from the functor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelTypes {
+    /// `scalar_t`: the element type the kernel reads.
+    pub scalar: DType,
+    /// `arg_t`: the accumulator.
+    pub acc: DType,
+    /// `out_scalar_t`: the element type the kernel writes.
+    pub out: DType,
+    /// `vt0`: independent accumulators per thread (4 for sum).
+    pub vt0: u32,
+    /// `input_vec_size`: 8 for 16-bit inputs (PyTorch PR #165055), else `vt0`.
+    pub input_vec_size: u32,
+    /// `mnt_wrapper<scalar_t>::MAX_NUM_THREADS`.
+    pub max_num_threads: u32,
 }
 
 /// One `reduce_kernel<nt, output_vec_size>` launch.
@@ -65,37 +123,58 @@ pub struct ReduceConfig {
 pub struct LaunchPlan {
     /// The (sub-)iterator this launch covers.
     pub iter: TensorIterator,
+    /// `setReduceConfig`'s result for this sub-iterator.
     pub config: ReduceConfig,
     /// Launch bound: `512 / output_vec_size`.
     pub nt: u32,
+    /// `config.grid()`.
     pub grid: [u32; 3],
+    /// `config.block()`.
     pub block: [u32; 3],
     /// Dynamic shared memory, bytes.
     pub shared_memory_bytes: u32,
     /// Staging buffer for the CTA-split global reduce, bytes (0 if none).
     pub staging_bytes: u64,
-    /// Semaphores for the global reduce, bytes (0 if none).
+    /// Semaphores for the global reduce, bytes (0 if none); zeroed by the
+    /// host before the launch.
     pub semaphore_bytes: u64,
     /// `sub_iter.view_offsets()[0]`, for index-returning ops.
     pub base_idx: u64,
+    /// Why `setReduceConfig` chose what it did.
+    pub decisions: Decisions,
 }
 
 /// Everything the GPU backend needs to run one reduction, and what
 /// `explain_sum` shows.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ReducePlan {
-    /// The whole iterator, after reorder and coalesce.
+    /// The whole iterator, after reorder and coalesce, as the caller built it.
     pub iter: TensorIterator,
+    /// Element type of the caller's input.
     pub input_dtype: DType,
+    /// Element type of the result.
     pub output_dtype: DType,
     /// The accumulator (`arg_t`).
     pub acc_dtype: DType,
+    /// The device planned for.
     pub props: DeviceProps,
-    /// One launch per 32-bit sub-iterator.
+    /// One launch per 32-bit sub-iterator of [`ReducePlan::kernel_iter`].
     pub launches: Vec<LaunchPlan>,
     /// Whether an `arg_t` accumulation buffer the size of the output is
     /// needed (split iterator and an output that cannot accumulate, e.g. f16).
     pub needs_acc_buffer: bool,
+    /// Bytes of that accumulation buffer (0 when not needed): PyTorch's
+    /// `output_memory_size * sizeof(arg_t)`.
+    pub acc_buffer_bytes: u64,
+    /// The kernel's template arguments.
+    pub kernel: KernelTypes,
+    /// `Some(dtype)` when PyTorch first copies the input to `dtype` (e.g. an
+    /// i32 sum reads an i64 copy): the copy has [`preserve_format_strides`]
+    /// and storage offset 0, and the launches walk it, not the caller's input.
+    pub input_cast: Option<DType>,
+    /// The iterator the kernel walks: [`ReducePlan::iter`], or the one over
+    /// the cast copy.
+    pub kernel_iter: TensorIterator,
 }
 
 impl DeviceProps {
@@ -111,25 +190,347 @@ impl DeviceProps {
             compute_capability: (9, 0),
         }
     }
+
+    /// NVIDIA H100 SXM (132 SMs, 2048 threads per SM).
+    pub fn h100() -> DeviceProps {
+        DeviceProps {
+            name: "NVIDIA H100".into(),
+            ..DeviceProps::h200()
+        }
+    }
+
+    /// NVIDIA A100 (108 SMs, 2048 threads per SM).
+    pub fn a100() -> DeviceProps {
+        DeviceProps {
+            name: "NVIDIA A100".into(),
+            sm_count: 108,
+            compute_capability: (8, 0),
+            ..DeviceProps::h200()
+        }
+    }
+
+    /// A preset by short name (`h200`, `h100`, `a100`), case-insensitive.
+    pub fn preset(name: &str) -> Option<DeviceProps> {
+        match name.to_ascii_lowercase().as_str() {
+            "h200" => Some(DeviceProps::h200()),
+            "h100" => Some(DeviceProps::h100()),
+            "a100" => Some(DeviceProps::a100()),
+            _ => None,
+        }
+    }
+
+    /// Checks that the heuristic can run on these properties: at least one
+    /// SM, a power-of-two warp no wider than the block cap, and room for a
+    /// block on an SM.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |why: String| {
+            Err(Error::Unsupported(format!(
+                "device properties of {:?}: {why}",
+                self.name
+            )))
+        };
+        if self.sm_count == 0 || self.sm_count > 1 << 16 {
+            return bad(format!("sm_count {} is outside 1..=65536", self.sm_count));
+        }
+        if !self.warp_size.is_power_of_two() || self.warp_size > 512 {
+            return bad(format!(
+                "warp_size {} is not a power of two in 1..=512",
+                self.warp_size
+            ));
+        }
+        if self.max_threads_per_sm == 0 || self.max_threads_per_sm > 1 << 16 {
+            return bad(format!(
+                "max_threads_per_sm {} is outside 1..=65536",
+                self.max_threads_per_sm
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl KernelTypes {
+    /// What `sum_kernel_cuda` instantiates for an input of `input` summed
+    /// into `output`, after `make_reduction_from_out_ty` has chosen the
+    /// iterator's input dtype: f16/bf16 summed into f32 read the 16-bit input
+    /// directly; every other mismatch reads a copy cast to `output`. Then
+    /// 16-bit scalars accumulate in f32, and everything else in its own type
+    /// (an i32 *output* accumulates in i32 on CUDA; an i32 *input* summed by
+    /// default reads an i64 copy).
+    pub fn for_sum(input: DType, output: DType) -> KernelTypes {
+        let lowp_to_f32 = matches!(input, DType::F16 | DType::BF16) && output == DType::F32;
+        let scalar = if lowp_to_f32 { input } else { output };
+        let acc = match scalar {
+            DType::F16 | DType::BF16 => DType::F32,
+            other => other,
+        };
+        let vt0 = 4;
+        let input_vec_size = if scalar.size_in_bytes() == 2 { 8 } else { vt0 };
+        KernelTypes {
+            scalar,
+            acc,
+            out: output,
+            vt0,
+            input_vec_size,
+            max_num_threads: 512,
+        }
+    }
+
+    /// `can_accumulate_in_output` of `gpu_reduce_kernel`: false for
+    /// half→half and bf16→bf16, which would round every partial sum.
+    pub fn can_accumulate_in_output(&self) -> bool {
+        !(self.scalar == self.out && matches!(self.out, DType::F16 | DType::BF16))
+    }
 }
 
 impl ReducePlan {
-    /// Plans the launches for `iter` (PLACEHOLDER until the port lands).
+    /// Plans the launches PyTorch's `gpu_reduce_kernel` would make for
+    /// `iter` (built for an input of `input_dtype` and an output of
+    /// `output_dtype`) on a device with `props`: the dtype dispatch, the
+    /// 32-bit split, and one `setReduceConfig` per sub-iterator.
+    ///
+    /// An iterator with no elements plans zero launches.
+    ///
+    /// ```
+    /// use tensor_reduce::{iter::TensorIterator, plan::{DeviceProps, ReducePlan}, DType};
+    /// // x = [2^25] f32, x.sum(): one launch, 528 CTAs sharing the output.
+    /// let it = TensorIterator::reduction(&[1 << 25], &[1], 0, 4, 4, &[true]);
+    /// let plan = ReducePlan::new(&it, DType::F32, DType::F32, &DeviceProps::h200())?;
+    /// let launch = &plan.launches[0];
+    /// assert_eq!((launch.grid, launch.block), ([1, 528, 1], [512, 1, 1]));
+    /// assert!(launch.config.should_global_reduce());
+    /// # Ok::<(), tensor_reduce::Error>(())
+    /// ```
     pub fn new(
         iter: &TensorIterator,
         input_dtype: DType,
         output_dtype: DType,
         props: &DeviceProps,
-    ) -> crate::Result<ReducePlan> {
-        let _ = (iter, input_dtype, output_dtype, props);
-        Err(crate::Error::Unsupported(
-            "ReduceConfig port in progress (issue 3)".into(),
-        ))
+    ) -> Result<ReducePlan> {
+        props.validate()?;
+        check_element_size(iter, TensorIterator::INPUT, "input", input_dtype)?;
+        check_element_size(iter, TensorIterator::OUTPUT, "output", output_dtype)?;
+        let kernel = KernelTypes::for_sum(input_dtype, output_dtype);
+        let input_cast = (kernel.scalar != input_dtype).then_some(kernel.scalar);
+        let kernel_iter = match input_cast {
+            Some(dtype) => cast_copy_iter(iter, dtype),
+            None => iter.clone(),
+        };
+        let mut plan = ReducePlan {
+            iter: iter.clone(),
+            input_dtype,
+            output_dtype,
+            acc_dtype: kernel.acc,
+            props: props.clone(),
+            launches: Vec::new(),
+            needs_acc_buffer: false,
+            acc_buffer_bytes: 0,
+            kernel,
+            input_cast,
+            kernel_iter,
+        };
+        if plan.kernel_iter.numel() == 0 {
+            return Ok(plan);
+        }
+        let sub_iters = split_32bit(&plan.kernel_iter, MAX_LAUNCHES)?;
+        plan.needs_acc_buffer =
+            !kernel.can_accumulate_in_output() && !plan.kernel_iter.can_use_32bit_indexing();
+        if plan.needs_acc_buffer {
+            plan.acc_buffer_bytes = acc_buffer_bytes(&plan.kernel_iter, kernel.acc);
+        }
+        plan.launches = sub_iters
+            .into_iter()
+            .map(|sub| plan_launch(sub, &kernel, props))
+            .collect();
+        Ok(plan)
+    }
+
+    /// The caller's tensor dims behind dim `d` of [`ReducePlan::kernel_iter`]
+    /// (and of every launch's iterator), fastest first.
+    pub fn tensor_dims(&self, d: usize) -> Vec<usize> {
+        if self.input_cast.is_none() {
+            return self.iter.source_dims(d).to_vec();
+        }
+        // The cast iterator was built over the caller's iterator dims in
+        // reverse order; map its sources back through that.
+        let n = self.iter.ndim();
+        self.kernel_iter
+            .source_dims(d)
+            .iter()
+            .flat_map(|&p| self.iter.source_dims(n - 1 - p).to_vec())
+            .collect()
     }
 }
 
-impl std::fmt::Display for ReducePlan {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:?}", self)
+fn check_element_size(iter: &TensorIterator, arg: usize, what: &str, dtype: DType) -> Result<()> {
+    let size = iter.element_size(arg);
+    if size != dtype.size_in_bytes() {
+        return Err(Error::Unsupported(format!(
+            "the iterator was built for {size}-byte {what} elements but the {what} dtype is {dtype} ({} bytes)",
+            dtype.size_in_bytes()
+        )));
     }
+    Ok(())
+}
+
+/// One launch: `setReduceConfig` on a 32-bit sub-iterator and the sizes
+/// `gpu_reduce_kernel` / `launch_reduce_kernel` derive from it.
+fn plan_launch(iter: TensorIterator, kernel: &KernelTypes, props: &DeviceProps) -> LaunchPlan {
+    let (config, decisions) = set_reduce_config(&iter, kernel, props);
+    let base_idx = iter.view_offsets().first().copied().unwrap_or(0) as u64;
+    LaunchPlan {
+        config,
+        nt: config.nt(),
+        grid: config.grid(),
+        block: config.block(),
+        shared_memory_bytes: config.shared_memory_size(),
+        staging_bytes: config.global_memory_size(),
+        semaphore_bytes: config.semaphore_size(),
+        base_idx,
+        decisions,
+        iter,
+    }
+}
+
+/// `iter.with_32bit_indexing()`, in the same order (lower halves first), but
+/// refusing to produce more than `limit` pieces.
+pub fn split_32bit(iter: &TensorIterator, limit: usize) -> Result<Vec<TensorIterator>> {
+    let mut out = Vec::new();
+    let mut stack = vec![iter.clone()];
+    while let Some(mut it) = stack.pop() {
+        if it.can_use_32bit_indexing() {
+            if out.len() == limit {
+                return Err(Error::Unsupported(format!(
+                    "splitting an iterator of shape {:?} for 32-bit indexing needs more than {limit} launches",
+                    iter.shape()
+                )));
+            }
+            out.push(it);
+            continue;
+        }
+        let d = it.get_dim_to_split();
+        let lower = it.split(d);
+        stack.push(it);
+        stack.push(lower);
+    }
+    Ok(out)
+}
+
+/// The `AccumulationBuffer` size of `gpu_reduce_kernel`: the output's byte
+/// footprint in elements, times `sizeof(arg_t)`.
+fn acc_buffer_bytes(iter: &TensorIterator, acc: DType) -> u64 {
+    let out_elt = iter.element_size(TensorIterator::OUTPUT) as u64;
+    let footprint = iter
+        .shape()
+        .iter()
+        .zip(iter.strides(TensorIterator::OUTPUT))
+        .map(|(&n, &s)| n as u64 * s.unsigned_abs())
+        .fold(out_elt, u64::max);
+    footprint / out_elt * acc.size_in_bytes() as u64
+}
+
+/// The element strides `Tensor::to(dtype)` gives its copy
+/// (`MemoryFormat::Preserve`): the same strides when the input is
+/// non-overlapping and dense, otherwise dense strides in the input's stride
+/// order (`infer_dense_strides`).
+pub fn preserve_format_strides(shape: &[usize], strides: &[isize]) -> Vec<isize> {
+    if is_non_overlapping_and_dense(shape, strides) {
+        strides.to_vec()
+    } else {
+        infer_dense_strides(shape, strides)
+    }
+}
+
+/// `TensorImpl::compute_non_overlapping_and_dense`.
+fn is_non_overlapping_and_dense(shape: &[usize], strides: &[isize]) -> bool {
+    if shape.len() == 1 {
+        return shape[0] < 2 || strides[0] == 1;
+    }
+    let mut perm: Vec<usize> = (0..shape.len()).collect();
+    // Size-0/1 dims last, the rest by ascending stride.
+    perm.sort_by_key(|&d| (shape[d] < 2, strides[d]));
+    let mut require = 1isize;
+    for &d in &perm {
+        if shape[d] < 2 {
+            return true;
+        }
+        if strides[d] != require {
+            return false;
+        }
+        require *= shape[d] as isize;
+    }
+    true
+}
+
+/// `at::infer_dense_strides`: dense strides following the input's stride
+/// order, with TensorIterator's tie rules (0 strides are ambiguous).
+fn infer_dense_strides(shape: &[usize], strides: &[isize]) -> Vec<isize> {
+    let n = shape.len();
+    let mut perm: Vec<usize> = (0..n).rev().collect();
+    let should_swap = |d0: usize, d1: usize| -> std::cmp::Ordering {
+        use std::cmp::Ordering::*;
+        let (s0, s1) = (strides[d0], strides[d1]);
+        if s0 == 0 || s1 == 0 {
+            return Equal;
+        }
+        match s0.cmp(&s1) {
+            Equal if shape[d0] > shape[d1] => Greater,
+            Equal => Equal,
+            other => other,
+        }
+    };
+    for i in 1..n {
+        let mut dim1 = i;
+        for dim0 in (0..i).rev() {
+            match should_swap(perm[dim0], perm[dim1]) {
+                std::cmp::Ordering::Greater => {
+                    perm.swap(dim0, dim1);
+                    dim1 = dim0;
+                }
+                std::cmp::Ordering::Less => break,
+                std::cmp::Ordering::Equal => {}
+            }
+        }
+    }
+    let mut out = vec![0isize; n];
+    let mut curr = 1isize;
+    for &d in &perm {
+        out[d] = curr;
+        if shape[d] > 1 {
+            curr *= shape[d] as isize;
+        }
+    }
+    out
+}
+
+/// The iterator over `iter`'s input copied to `dtype` as `Tensor::to` does
+/// (preserve format, offset 0), reduced into the same output.
+///
+/// The caller's tensor dims are gone by now, but each iterator dim is a
+/// group of them that stays mergeable in the copy, so the copy is rebuilt
+/// over those groups taken as a tensor in reverse order (slowest first),
+/// which reproduces the output's contiguous strides.
+fn cast_copy_iter(iter: &TensorIterator, dtype: DType) -> TensorIterator {
+    let elt = iter.element_size(TensorIterator::INPUT) as i64;
+    let shape: Vec<usize> = iter.shape().iter().rev().copied().collect();
+    let strides: Vec<isize> = iter
+        .strides(TensorIterator::INPUT)
+        .iter()
+        .rev()
+        .map(|&s| (s / elt) as isize)
+        .collect();
+    let mask: Vec<bool> = iter
+        .strides(TensorIterator::OUTPUT)
+        .iter()
+        .rev()
+        .map(|&s| s == 0)
+        .collect();
+    let dense = preserve_format_strides(&shape, &strides);
+    TensorIterator::reduction(
+        &shape,
+        &dense,
+        0,
+        dtype.size_in_bytes(),
+        iter.element_size(TensorIterator::OUTPUT),
+        &mask,
+    )
 }

@@ -1,0 +1,336 @@
+//! `Display` for [`ReducePlan`]: an `EXPLAIN` of the launches, with the
+//! numbers behind each of `setReduceConfig`'s choices.
+
+use super::{config, Decisions, LaunchPlan, ReduceConfig, ReducePlan};
+use crate::iter::TensorIterator;
+use std::fmt::{self, Display, Formatter, Write as _};
+
+impl Display for ReducePlan {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        let p = &self.props;
+        writeln!(
+            f,
+            "sum {} -> {} (accumulating in {}) on {} ({} SMs, {} threads/SM, warp {})",
+            self.input_dtype,
+            self.output_dtype,
+            self.acc_dtype,
+            p.name,
+            p.sm_count,
+            p.max_threads_per_sm,
+            p.warp_size
+        )?;
+        if let Some(dtype) = self.input_cast {
+            writeln!(
+                f,
+                "input cast: PyTorch first copies the {} input to {dtype} (same dim order, dense, offset 0); the kernel reads the copy",
+                self.input_dtype
+            )?;
+        }
+        let it = &self.kernel_iter;
+        writeln!(
+            f,
+            "iterator: {} dims, dim 0 moves fastest, reduced dims first",
+            it.ndim()
+        )?;
+        write_iter_table(f, self)?;
+        let outputs = it.num_output_elements();
+        let inputs = if outputs == 0 {
+            0
+        } else {
+            it.numel() / outputs
+        };
+        writeln!(
+            f,
+            "  {outputs} outputs x {inputs} inputs each = {} elements",
+            it.numel()
+        )?;
+        if self.launches.is_empty() {
+            return writeln!(
+                f,
+                "no launch: the input has no elements (the result is all zeros)"
+            );
+        }
+        if self.launches.len() > 1 {
+            writeln!(
+                f,
+                "32-bit indexing: byte offsets exceed i32::MAX, so the iterator is split into {} launches",
+                self.launches.len()
+            )?;
+        }
+        if self.needs_acc_buffer {
+            writeln!(
+                f,
+                "accumulation buffer: {} B of {} partial sums, since a {} output cannot accumulate across launches",
+                self.acc_buffer_bytes, self.acc_dtype, self.output_dtype
+            )?;
+        }
+        for (i, launch) in self.launches.iter().enumerate() {
+            write_launch(f, self, i, launch)?;
+        }
+        Ok(())
+    }
+}
+
+fn write_iter_table(f: &mut Formatter<'_>, plan: &ReducePlan) -> fmt::Result {
+    let it = &plan.kernel_iter;
+    writeln!(
+        f,
+        "  {:>3}  {:>10}  {:>14}  {:>14}  {:<12}  role",
+        "dim", "size", "input stride", "output stride", "tensor dims"
+    )?;
+    for d in 0..it.ndim() {
+        let role = if it.strides(TensorIterator::OUTPUT)[d] == 0 {
+            "reduced"
+        } else {
+            "kept"
+        };
+        let dims = format!("{:?}", plan.tensor_dims(d));
+        writeln!(
+            f,
+            "  {:>3}  {:>10}  {:>12} B  {:>12} B  {:<12}  {role}",
+            d,
+            it.shape()[d],
+            it.strides(TensorIterator::INPUT)[d],
+            it.strides(TensorIterator::OUTPUT)[d],
+            dims
+        )?;
+    }
+    Ok(())
+}
+
+fn write_launch(
+    f: &mut Formatter<'_>,
+    plan: &ReducePlan,
+    i: usize,
+    launch: &LaunchPlan,
+) -> fmt::Result {
+    let c = &launch.config;
+    let [gx, gy, gz] = launch.grid;
+    let [bx, by, bz] = launch.block;
+    writeln!(
+        f,
+        "launch {} of {}: reduce_kernel<nt={}, output_vec_size={}>  grid ({gx}, {gy}, {gz})  block ({bx}, {by}, {bz})  dynamic shared memory {} B",
+        i + 1,
+        plan.launches.len(),
+        launch.nt,
+        c.output_vec_size,
+        launch.shared_memory_bytes
+    )?;
+    if plan.launches.len() > 1 {
+        writeln!(
+            f,
+            "  covers shape {:?} from view offsets {:?}; accumulate={} final_output={} base_idx={}",
+            launch.iter.shape(),
+            launch.iter.view_offsets(),
+            launch.iter.accumulate(),
+            launch.iter.final_output(),
+            launch.base_idx
+        )?;
+    }
+    let dims_of = |d: usize| format!("iterator dim {d} = tensor dims {:?}", plan.tensor_dims(d));
+    let nrd = launch.iter.num_reduce_dims();
+    let lanes_walk = if c.should_block_x_reduce() {
+        format!(
+            "the reduced dim ({}), input_mult[x] = {}",
+            dims_of(0),
+            c.input_mult[config::BLOCK_X]
+        )
+    } else {
+        format!(
+            "the outputs ({}), output_mult[x] = {}",
+            dims_of(nrd),
+            c.output_mult[config::BLOCK_X]
+        )
+    };
+    writeln!(
+        f,
+        "  lanes (block.x = {}): walk {lanes_walk}",
+        c.block_width
+    )?;
+    if c.should_block_y_reduce() {
+        writeln!(
+            f,
+            "  warps (block.y = {}): split each output's inputs (block_y_reduce in shared memory), input_mult[y] = {}",
+            c.block_height,
+            c.input_mult[config::BLOCK_Y]
+        )?;
+    } else {
+        writeln!(
+            f,
+            "  warps (block.y = {}): take separate outputs, output_mult[y] = {}",
+            c.block_height,
+            c.output_mult[config::BLOCK_Y]
+        )?;
+    }
+    if c.should_global_reduce() {
+        writeln!(
+            f,
+            "  CTAs: {} per output along grid.y (global reduce: {} B staging + {} B semaphores, zeroed by a memset before the launch)",
+            c.ctas_per_output, launch.staging_bytes, launch.semaphore_bytes
+        )?;
+    } else {
+        writeln!(
+            f,
+            "  CTAs: 1 per output (no global reduce); grid.x = {} CTAs",
+            gx
+        )?;
+    }
+    writeln!(
+        f,
+        "  vectorization: input vec {} / output vec {}; {} values per thread, step_input {}, step_output {}",
+        if c.vectorize_input { c.input_vec_size } else { 1 },
+        c.output_vec_size,
+        c.values_per_thread(),
+        c.step_input,
+        c.step_output
+    )?;
+    writeln!(f, "  why:")?;
+    for line in why_lines(plan, launch) {
+        writeln!(f, "    - {line}")?;
+    }
+    Ok(())
+}
+
+/// The reasons, in the order `setReduceConfig` decides.
+pub(super) fn why_lines(plan: &ReducePlan, launch: &LaunchPlan) -> Vec<String> {
+    let c = &launch.config;
+    let d = &launch.decisions;
+    let scalar = plan.kernel.scalar;
+    let scalar_size = scalar.size_in_bytes() as i64;
+    let mut out = Vec::new();
+
+    out.push(match d.output_dim_stride {
+        None => "every dim is reduced → lanes walk the reduced dim".to_string(),
+        Some(kept) if d.reduction_on_fastest_striding_dimension => format!(
+            "reduction is on the fastest-striding dim (input stride {} B < {kept} B of the first kept dim) → lanes walk the reduced dim",
+            d.reduced_stride
+        ),
+        Some(kept) => format!(
+            "reduction is not on the fastest-striding dim (input stride {} B of the reduced dim ≥ {kept} B of the first kept dim) → lanes walk the outputs",
+            d.reduced_stride
+        ),
+    });
+
+    out.push(vectorization_reason(c, d, launch, scalar, scalar_size));
+
+    let lane_extent = d.dim0
+        / u64::from(if c.vectorize_input {
+            c.input_vec_size
+        } else {
+            c.output_vec_size
+        });
+    out.push(format!(
+        "set_block_dimension(dim0 {lane_extent}, dim1 {}) with at most {} threads → block ({}, {})",
+        d.dim1,
+        c.max_num_threads / c.output_vec_size,
+        c.block_width,
+        c.block_height
+    ));
+
+    out.push(if c.should_block_y_reduce() {
+        format!(
+            "values_per_thread {} ≥ warp_split_threshold min({}·16, 256) = {} → warps split the input",
+            d.values_per_thread_at_warp_split, c.block_height, d.warp_split_threshold
+        )
+    } else {
+        format!(
+            "values_per_thread {} < warp_split_threshold min({}·16, 256) = {} → each warp takes its own outputs",
+            d.values_per_thread_at_warp_split, c.block_height, d.warp_split_threshold
+        )
+    });
+
+    out.push(cta_reason(c, d, &plan.props));
+
+    out.push(if c.shared_memory_size() > 0 {
+        let who = if c.should_block_y_reduce() { "block_y_reduce" } else { "a block_x_reduce wider than a warp" };
+        format!(
+            "{who} needs shared memory: {} B (arg_t) x {} threads x {} outputs = {} B",
+            c.element_size_bytes,
+            c.num_threads,
+            c.output_vec_size,
+            c.shared_memory_size()
+        )
+    } else {
+        "no dynamic shared memory: warps do not share outputs and lanes reduce within one warp by shuffles".to_string()
+    });
+    out
+}
+
+fn vectorization_reason(
+    c: &ReduceConfig,
+    d: &Decisions,
+    launch: &LaunchPlan,
+    scalar: crate::DType,
+    scalar_size: i64,
+) -> String {
+    let nrd = launch.iter.num_reduce_dims();
+    if d.fastest_moving_stride != scalar_size {
+        return format!(
+            "fastest-moving stride {} B ≠ sizeof({scalar}) = {scalar_size} B → no vectorized loads",
+            d.fastest_moving_stride
+        );
+    }
+    if c.vectorize_input {
+        return format!(
+            "the reduced dim is contiguous (stride {scalar_size} B), has dim0 {} ≥ 128 inputs and is the only reduced dim → vectorize along input: lanes load {} contiguous inputs ({} B)",
+            d.dim0,
+            c.input_vec_size,
+            i64::from(c.input_vec_size) * scalar_size
+        );
+    }
+    if d.reduction_on_fastest_striding_dimension {
+        let why = if d.dim0 < 128 {
+            format!("only {} inputs per output (< 128)", d.dim0)
+        } else {
+            format!("{nrd} reduced dims (needs 1)")
+        };
+        return format!("the reduced dim is contiguous but {why} → no input vectorization");
+    }
+    let mut s = format!(
+        "the first kept dim is contiguous (stride {scalar_size} B) → vectorize along output: output_vec_size {}",
+        c.output_vec_size
+    );
+    if c.output_vec_size < 4 {
+        let offset_el = launch.iter.data_offset(TensorIterator::INPUT) / scalar_size as u64;
+        let size = launch.iter.shape()[nrd];
+        let _ = write!(
+            s,
+            " (the largest of 4, 2, 1 dividing the input offset {offset_el} elements, the kept dim's size {size} and every other input stride)"
+        );
+    }
+    s
+}
+
+fn cta_reason(c: &ReduceConfig, d: &Decisions, props: &super::DeviceProps) -> String {
+    if c.input_mult[config::BLOCK_Y] == 0 {
+        return "no CTA split: warps do not split the input".to_string();
+    }
+    let vpt = d.values_per_thread_at_cta_split;
+    if vpt < config::MAX_VALUES_PER_THREAD {
+        return format!("values_per_thread {vpt} < 256 → no CTA split");
+    }
+    let target = format!(
+        "target {} (= {} SMs x {} blocks/SM of {} threads)",
+        d.target_grid_size,
+        props.sm_count,
+        props.max_threads_per_sm / c.num_threads,
+        c.num_threads
+    );
+    if d.grid_x > d.target_grid_size {
+        return format!(
+            "grid.x {} > {target} → the outputs already fill the GPU, no CTA split",
+            d.grid_x
+        );
+    }
+    let [c1, c2, c3] = d.ctas_candidates.unwrap_or([1, 1, 1]);
+    let mut s = format!(
+        "values_per_thread {vpt} ≥ 256 and grid.x {} ≤ {target} → ctas_per_output = max(min(⌈{}/{}⌉ = {c1}, ⌈{vpt}/16⌉ = {c2}), ⌈{vpt}/256⌉ = {c3}) = {}",
+        d.grid_x, d.target_grid_size, d.grid_x, c.ctas_per_output
+    );
+    if c.ctas_per_output > 1 {
+        let _ = write!(s, " → split across {} CTAs per output", c.ctas_per_output);
+    } else {
+        s.push_str(" → no CTA split");
+    }
+    s
+}

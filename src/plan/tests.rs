@@ -1,0 +1,1 @@
+//! Unit tests of each `setReduceConfig` branch (filled in below).
