@@ -106,9 +106,13 @@ struct Array {
 };
 
 // Warp shuffles through the 32-bit intrinsic, so every accumulator type
-// (including 64-bit ones) goes through one code path.
+// (including 64-bit ones) goes through one code path. Callers are
+// block-uniform, so the lanes that exist are exactly the participants: a
+// block smaller than a warp (a tiny reduction) names only its own lanes.
 __device__ __forceinline__ uint32_t shfl_down_u32(uint32_t v, int offset) {
-  return __shfl_down_sync(0xffffffffu, v, offset);
+  const uint32_t n = blockDim.x * blockDim.y * blockDim.z;
+  const uint32_t mask = n >= 32 ? 0xffffffffu : ((1u << n) - 1u);
+  return __shfl_down_sync(mask, v, offset);
 }
 __device__ __forceinline__ float shfl_down(float v, int offset) {
   return __uint_as_float(shfl_down_u32(__float_as_uint(v), offset));

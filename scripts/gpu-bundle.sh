@@ -71,7 +71,22 @@ logs=$(mktemp -d)
 export TENSOR_REDUCE_REQUIRE_CUDA=1
 export TENSOR_REDUCE_CACHE_DIR="${TENSOR_REDUCE_CACHE_DIR:-/tmp/tensor-reduce-cache}"
 export RUST_BACKTRACE=1
+# Limits, so that one command fits a lease: seconds per test executable, per
+# sanitizer run, and for the whole script (sanitizer runs that would start
+# past it are skipped and reported as such).
+TEST_TIMEOUT=${TEST_TIMEOUT:-300}
+SAN_TIMEOUT=${SAN_TIMEOUT:-60}
+DEADLINE=${DEADLINE:-3600}
+SECONDS=0
 summary=()
+
+# cudarc loads libnvrtc.so.13 by name: find one if the loader does not.
+if ! ldconfig -p 2>/dev/null | grep -q 'libnvrtc\.so\.13'; then
+  lib=$(find /usr/local /usr/lib /opt "$(python3 -c 'import site; print(site.getsitepackages()[0])' 2>/dev/null)" \
+    -name 'libnvrtc.so.13*' 2>/dev/null | head -1)
+  [ -n "$lib" ] && export LD_LIBRARY_PATH="$(dirname "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  echo "libnvrtc: ${lib:-NOT FOUND}"
+fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -2
 
 # Stage 1: every test executable, ignored (GPU) tests included.
@@ -79,33 +94,34 @@ pass=0; fail=0; failed=()
 while read -r t; do
   [ -n "$t" ] || continue
   start=$(date +%s)
-  if timeout 900 "$here/bin/$t" --include-ignored --test-threads=1 >"$logs/$t.log" 2>&1; then
+  if timeout "$TEST_TIMEOUT" "$here/bin/$t" --include-ignored --test-threads=1 >"$logs/$t.log" 2>&1; then
     pass=$((pass + 1)); status=ok
   else
     fail=$((fail + 1)); failed+=("$t"); status=FAILED
   fi
   echo "test $t: $status ($(( $(date +%s) - start ))s) $(grep -E '^test result' "$logs/$t.log" | tail -1)"
   grep -E '^test .*(FAILED|ignored)|SKIPPED|panicked' "$logs/$t.log" | head -20
-done <"$here/tests.list"
+done < <(grep gpu_paths "$here/tests.list"; grep -v gpu_paths "$here/tests.list")
 summary+=("tests: $pass passed, $fail failed ${failed[*]:-}")
 
 # Stage 2: compute-sanitizer over a few small GPU tests.
-san_tests="input_vectorized_contiguous_rows misaligned_views_take_the_head_and_tail_paths output_vectorized_columns warp_split_block_y_reduce strided_expanded_and_nd_inputs"
+san_tests="${SAN_TESTS:-misaligned_views_take_the_head_and_tail_paths output_vectorized_columns warp_split_block_y_reduce cta_split_global_reduce}"
 gp=$(grep -E '^test-gpu_paths' "$here/tests.list" | head -1)
 if command -v compute-sanitizer >/dev/null && [ -n "$gp" ]; then
   for tool in memcheck racecheck synccheck; do
     log="$logs/sanitizer-$tool.log"
     : >"$log"
-    rc_all=0
+    rc_all=0; skipped=0
     for name in $san_tests; do
-      timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 99 --target-processes all \
+      if [ $((SECONDS + SAN_TIMEOUT)) -gt "$DEADLINE" ]; then skipped=$((skipped + 1)); continue; fi
+      timeout "$SAN_TIMEOUT" compute-sanitizer --tool "$tool" --error-exitcode 99 --target-processes all \
         "$here/bin/$gp" --include-ignored --exact "$name" --test-threads=1 >>"$log" 2>&1 || rc_all=$?
     done
     errors=$(grep -Eo 'ERROR SUMMARY: [0-9]+' "$log" | awk '{s += $3} END {print s + 0}')
     hazards=$(grep -Eo 'RACECHECK SUMMARY: [0-9]+ hazard' "$log" | awk '{s += $3} END {print s + 0}')
     passed=$(grep -c 'test result: ok' "$log" || true)
-    echo "sanitizer $tool: $errors errors, $hazards racecheck hazards, $passed test runs ok, last rc $rc_all"
-    summary+=("sanitizer $tool: $errors errors (${hazards} hazards), $passed/$(echo $san_tests | wc -w) test runs ok")
+    echo "sanitizer $tool: $errors errors, $hazards racecheck hazards, $passed test runs ok, $skipped skipped for time, last rc $rc_all"
+    summary+=("sanitizer $tool: $errors errors (${hazards} hazards), $passed/$(echo $san_tests | wc -w) test runs ok, $skipped skipped for time")
   done
 else
   summary+=("sanitizers: not run (compute-sanitizer or gpu_paths missing)")
@@ -120,6 +136,17 @@ while read -r e; do
   tail -5 "$logs/$e.log"
 done <"$here/examples.list"
 summary+=("examples: $expass passed, $exfail failed")
+
+# The quickstart's PyTorch twin, where torch is installed: same lines?
+qs=$(grep -m1 quickstart "$here/examples.list" || true)
+if [ -n "$qs" ] && [ -f "$here/../scripts/quickstart_torch.py" ] && python3 -c 'import torch' 2>/dev/null; then
+  python3 "$here/../scripts/quickstart_torch.py" >"$logs/quickstart_torch.log" 2>&1
+  if diff <(grep -v '^device' "$logs/$qs.log") <(grep -v '^device' "$logs/quickstart_torch.log") >"$logs/quickstart.diff"; then
+    summary+=("quickstart vs torch: identical")
+  else
+    summary+=("quickstart vs torch: $(grep -c '^<' "$logs/quickstart.diff") lines differ (see quickstart.diff)")
+  fi
+fi
 
 echo "==== summary ===="
 printf '%s\n' "${summary[@]}" | tee "$logs/summary.txt"

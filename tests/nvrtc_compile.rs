@@ -24,14 +24,20 @@ fn nvrtc_or_skip(test: &str) -> bool {
     false
 }
 
-/// A fresh cache directory so this test really runs NVRTC.
-fn private_cache_dir(tag: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "tensor-reduce-nvrtc-test-{tag}-{}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+/// One fresh cache directory for this process, so the tests really run
+/// NVRTC (set once: the environment is process-wide and tests run in
+/// parallel).
+fn private_cache_dir() -> std::path::PathBuf {
+    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir =
+            std::env::temp_dir().join(format!("tensor-reduce-nvrtc-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        // SAFETY: set once, before any compile in this process reads it.
+        unsafe { std::env::set_var("TENSOR_REDUCE_CACHE_DIR", &dir) };
+        dir
+    })
+    .clone()
 }
 
 #[test]
@@ -39,9 +45,7 @@ fn every_sum_instantiation_compiles_for_sm80_and_sm90() {
     if !nvrtc_or_skip("every_sum_instantiation_compiles_for_sm80_and_sm90") {
         return;
     }
-    // SAFETY: set before any thread of this test reads the environment; the
-    // other test in this binary sets the same variable to the same value.
-    unsafe { std::env::set_var("TENSOR_REDUCE_CACHE_DIR", private_cache_dir("all")) };
+    private_cache_dir();
     println!("NVRTC {:?}", cuda::nvrtc_version().unwrap());
     let specs = KernelSpec::all_sums();
     assert_eq!(specs.len(), DType::ALL.len() * DType::ALL.len());
@@ -105,9 +109,7 @@ fn disk_cache_serves_hits_and_recompiles_corrupt_entries() {
     if !nvrtc_or_skip("disk_cache_serves_hits_and_recompiles_corrupt_entries") {
         return;
     }
-    let dir = private_cache_dir("disk");
-    // SAFETY: see above; both tests only ever set per-process values.
-    unsafe { std::env::set_var("TENSOR_REDUCE_CACHE_DIR", &dir) };
+    private_cache_dir();
     let spec = KernelSpec::sum(DType::F32, DType::F32, 4, 4);
     let first = spec.compile((9, 0)).unwrap();
     let dir = cuda::disk_cache::dir().unwrap();
@@ -121,7 +123,9 @@ fn disk_cache_serves_hits_and_recompiles_corrupt_entries() {
     let hit = spec.compile((9, 0)).unwrap();
     assert_eq!(hit, first);
     println!("cache hit in {:?}", t0.elapsed());
-    // Damage every entry: the next compile must not trust them.
+    // Damage every entry (the other test may be writing more; a damaged or
+    // half-written entry is only ever recompiled): the next compile must
+    // not trust them.
     for p in &entries {
         let mut bytes = std::fs::read(p).unwrap();
         let n = bytes.len();

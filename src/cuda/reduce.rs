@@ -5,7 +5,9 @@ use super::kernel::{self, KernelSpec};
 use super::params::{Buffers, ReduceArgs};
 use super::{driver_error, CudaStorage};
 use crate::iter::TensorIterator;
-use crate::plan::{LaunchPlan, ReducePlan};
+use crate::plan::{
+    set_reduce_config, split_32bit, DeviceProps, KernelTypes, LaunchPlan, ReducePlan, MAX_LAUNCHES,
+};
 use crate::tensor::storage::Storage;
 use crate::{DType, Device, Error, Result, Tensor};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
@@ -90,12 +92,59 @@ fn launch_memory(l: &LaunchPlan, acc_size: u64) -> (u32, u64, u64) {
     )
 }
 
-/// Whether a split reduction carries partial sums in an `arg_t` buffer
-/// rather than in the output: PyTorch's rule (16-bit float outputs would
-/// round or overflow), widened to every output whose type is not its own
-/// accumulator (an i32 or bool output cannot hold an i64 partial).
-fn needs_acc_buffer(plan: &ReducePlan, out_dtype: DType) -> bool {
-    plan.needs_acc_buffer || (plan.launches.len() > 1 && out_dtype != out_dtype.accumulator())
+/// The launches this backend runs. The planner follows PyTorch's dtype
+/// dispatch, which sums a mixed-dtype reduction (an i32 input summed to i64,
+/// `sum_dtype` casts) over a cast *copy* of the input and accumulates an
+/// integer output in its own type. This kernel instead reads the input as it
+/// is and casts each element to the output dtype's accumulator in `reduce`
+/// (the CPU backend's semantics), so for those dtype pairs the launches are
+/// planned here with the same `setReduceConfig` port, for the real input
+/// dtype and accumulator. Returns the launches and whether partial sums of a
+/// split need an `arg_t` buffer.
+fn plan_launches(
+    iter: &TensorIterator,
+    input: DType,
+    out: DType,
+    props: &DeviceProps,
+) -> Result<(Vec<LaunchPlan>, bool)> {
+    let acc = out.accumulator();
+    let plan = ReducePlan::new(iter, input, out, props)?;
+    // PyTorch's rule (16-bit float outputs would round or overflow), widened
+    // to every output whose type is not its accumulator (an i32 or bool
+    // output cannot hold an i64 partial).
+    let needs_acc = |n: usize| n > 1 && out != acc;
+    if plan.input_cast.is_none() && plan.acc_dtype == acc && plan.kernel.scalar == input {
+        let needs = plan.needs_acc_buffer || needs_acc(plan.launches.len());
+        return Ok((plan.launches, needs));
+    }
+    let kernel = KernelTypes {
+        scalar: input,
+        acc,
+        out,
+        vt0: 4,
+        input_vec_size: if input.size_in_bytes() == 2 { 8 } else { 4 },
+        max_num_threads: 512,
+    };
+    let launches: Vec<LaunchPlan> = split_32bit(iter, MAX_LAUNCHES)?
+        .into_iter()
+        .map(|sub| {
+            let (config, decisions) = set_reduce_config(&sub, &kernel, props);
+            LaunchPlan {
+                config,
+                nt: config.nt(),
+                grid: config.grid(),
+                block: config.block(),
+                shared_memory_bytes: config.shared_memory_size(),
+                staging_bytes: config.global_memory_size(),
+                semaphore_bytes: config.semaphore_size(),
+                base_idx: sub.view_offsets().first().copied().unwrap_or(0) as u64,
+                decisions,
+                iter: sub,
+            }
+        })
+        .collect();
+    let needs = needs_acc(plan.launches.len());
+    Ok((launches, needs))
 }
 
 /// Sums on the GPU; see [`super::sum`].
@@ -108,20 +157,14 @@ pub(crate) fn sum(input: &Tensor, iter: &TensorIterator, out_dtype: DType) -> Re
     };
     let ordinal = storage.ordinal();
     let props = super::device_props(ordinal)?;
-    let plan = ReducePlan::new(iter, input.dtype(), out_dtype, &props)?;
+    let (launches, needs_acc) = plan_launches(iter, input.dtype(), out_dtype, &props)?;
     let acc_dtype = out_dtype.accumulator();
-    if plan.acc_dtype != acc_dtype {
-        return Err(Error::Unsupported(format!(
-            "plan accumulates {} in {}, the kernel in {acc_dtype}",
-            out_dtype, plan.acc_dtype
-        )));
-    }
     let n_out = iter.num_output_elements();
     let out = CudaStorage::uninit(ordinal, out_dtype, n_out)?;
     let stream = storage.stream.clone();
 
     let acc_buf =
-        if needs_acc_buffer(&plan, out_dtype) {
+        if needs_acc {
             let bytes = n_out * acc_dtype.size_in_bytes();
             Some(unsafe { stream.alloc::<u8>(bytes.max(1)) }.map_err(|e| {
                 driver_error(ordinal, bytes, "allocating the accumulation buffer", e)
@@ -134,8 +177,8 @@ pub(crate) fn sum(input: &Tensor, iter: &TensorIterator, out_dtype: DType) -> Re
     let mut ws = workspace.lock().unwrap_or_else(|e| e.into_inner());
     let acc_size = acc_dtype.size_in_bytes() as u64;
     let (mut staging_bytes, mut semaphore_bytes) = (0u64, 0u64);
-    let mut memory = Vec::with_capacity(plan.launches.len());
-    for l in &plan.launches {
+    let mut memory = Vec::with_capacity(launches.len());
+    for l in &launches {
         let m = launch_memory(l, acc_size);
         staging_bytes = staging_bytes.max(m.1);
         semaphore_bytes = semaphore_bytes.max(m.2);
@@ -188,7 +231,7 @@ pub(crate) fn sum(input: &Tensor, iter: &TensorIterator, out_dtype: DType) -> Re
             staging,
             semaphores,
         };
-        for (l, &(shared, _, _)) in plan.launches.iter().zip(&memory) {
+        for (l, &(shared, _, _)) in launches.iter().zip(&memory) {
             let spec = KernelSpec::sum(
                 input.dtype(),
                 out_dtype,
