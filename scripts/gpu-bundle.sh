@@ -77,6 +77,10 @@ export RUST_BACKTRACE=1
 TEST_TIMEOUT=${TEST_TIMEOUT:-300}
 SAN_TIMEOUT=${SAN_TIMEOUT:-60}
 DEADLINE=${DEADLINE:-3600}
+# Optional: ONLY, a grep -E pattern selecting test executables; STAGES, a
+# subset of "tests sanitizers examples".
+ONLY=${ONLY:-.}
+STAGES=${STAGES:-tests sanitizers examples}
 SECONDS=0
 summary=()
 
@@ -91,7 +95,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>
 
 # Stage 1: every test executable, ignored (GPU) tests included.
 pass=0; fail=0; failed=()
-while read -r t; do
+[[ " $STAGES " == *" tests "* ]] && while read -r t; do
   [ -n "$t" ] || continue
   start=$(date +%s)
   if timeout "$TEST_TIMEOUT" "$here/bin/$t" --include-ignored --test-threads=1 >"$logs/$t.log" 2>&1; then
@@ -101,13 +105,15 @@ while read -r t; do
   fi
   echo "test $t: $status ($(( $(date +%s) - start ))s) $(grep -E '^test result' "$logs/$t.log" | tail -1)"
   grep -E '^test .*(FAILED|ignored)|SKIPPED|panicked' "$logs/$t.log" | head -20
-done < <(grep gpu_paths "$here/tests.list"; grep -v gpu_paths "$here/tests.list")
-summary+=("tests: $pass passed, $fail failed ${failed[*]:-}")
+done < <( (grep gpu_paths "$here/tests.list"; grep -v gpu_paths "$here/tests.list") | grep -E "$ONLY")
+[[ " $STAGES " == *" tests "* ]] && summary+=("tests: $pass passed, $fail failed ${failed[*]:-}")
 
 # Stage 2: compute-sanitizer over a few small GPU tests.
 san_tests="${SAN_TESTS:-misaligned_views_take_the_head_and_tail_paths output_vectorized_columns warp_split_block_y_reduce cta_split_global_reduce}"
 gp=$(grep -E '^test-gpu_paths' "$here/tests.list" | head -1)
-if command -v compute-sanitizer >/dev/null && [ -n "$gp" ]; then
+if [[ " $STAGES " != *" sanitizers "* ]]; then
+  :
+elif command -v compute-sanitizer >/dev/null && [ -n "$gp" ]; then
   for tool in memcheck racecheck synccheck; do
     log="$logs/sanitizer-$tool.log"
     : >"$log"
@@ -129,17 +135,17 @@ fi
 
 # Stage 3: examples (the quickstart if present).
 expass=0; exfail=0
-while read -r e; do
+[[ " $STAGES " == *" examples "* ]] && while read -r e; do
   [ -n "$e" ] || continue
   case "$e" in *quickstart*) ;; *) continue ;; esac
   if timeout 300 "$here/bin/$e" >"$logs/$e.log" 2>&1; then expass=$((expass + 1)); else exfail=$((exfail + 1)); fi
   tail -5 "$logs/$e.log"
 done <"$here/examples.list"
-summary+=("examples: $expass passed, $exfail failed")
+[[ " $STAGES " == *" examples "* ]] && summary+=("examples: $expass passed, $exfail failed")
 
 # The quickstart's PyTorch twin, where torch is installed: same lines?
 qs=$(grep -m1 quickstart "$here/examples.list" || true)
-if [ -n "$qs" ] && [ -f "$here/../scripts/quickstart_torch.py" ] && python3 -c 'import torch' 2>/dev/null; then
+if [[ " $STAGES " == *" examples "* ]] && [ -n "$qs" ] && [ -f "$here/../scripts/quickstart_torch.py" ] && python3 -c 'import torch' 2>/dev/null; then
   python3 "$here/../scripts/quickstart_torch.py" >"$logs/quickstart_torch.log" 2>&1
   if diff <(grep -v '^device' "$logs/$qs.log") <(grep -v '^device' "$logs/quickstart_torch.log") >"$logs/quickstart.diff"; then
     summary+=("quickstart vs torch: identical")

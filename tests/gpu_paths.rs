@@ -452,17 +452,17 @@ fn concurrent_callers_share_the_kernel_cache() {
     });
 }
 
-/// Over 2^31 bytes: PyTorch's 32-bit split into several launches that
-/// accumulate in the output (f32 can).
+/// Over 2^31 bytes: PyTorch's 32-bit split into several launches. A full
+/// reduction splits the reduced dim, so later launches accumulate in the
+/// output (f32 can); a two-row sum splits the kept dim instead.
 #[test]
 #[ignore = "needs a CUDA device"]
 fn split_32bit_f32_over_2gib() {
     let Some((dev, props)) = gpu("split_32bit_f32_over_2gib") else {
         return;
     };
-    let n = (1usize << 28) + 3;
-    let x = ints(&[2, n], DType::F32, 60);
-    let l = check(&x, |t| t.clone(), &[1], DType::F32, dev, &props);
+    let x = ints(&[(1 << 29) + 7], DType::F32, 60);
+    let l = check(&x, |t| t.clone(), &[0], DType::F32, dev, &props);
     assert!(
         l.len() > 1,
         "expected a 32-bit split, got {} launch(es)",
@@ -472,26 +472,43 @@ fn split_32bit_f32_over_2gib() {
         l.iter().any(|l| l.iter.accumulate()),
         "the reduced dim was not split"
     );
+    assert!(l.iter().any(|l| !l.iter.final_output()));
+    drop(x);
+    let n = (1usize << 28) + 3;
+    let x = ints(&[2, n], DType::F32, 61);
+    let l = check(&x, |t| t.clone(), &[1], DType::F32, dev, &props);
+    assert!(
+        l.len() > 1,
+        "expected a 32-bit split, got {} launch(es)",
+        l.len()
+    );
     check(&x, |t| t.clone(), &[], DType::F32, dev, &props);
     check(&x, |t| t.clone(), &[0], DType::F32, dev, &props);
 }
 
-/// Over 2^31 elements of f16: the split accumulates through an f32 buffer,
-/// since f16 partials would round.
+/// Over 2^31 elements of f16. Splitting the reduced dim makes the launches
+/// carry partial sums through an f32 accumulation buffer (f16 partials would
+/// round); with an f32 output they accumulate in the output itself.
 #[test]
 #[ignore = "needs a CUDA device"]
 fn split_32bit_f16_over_2g_elements() {
     let Some((dev, props)) = gpu("split_32bit_f16_over_2g_elements") else {
         return;
     };
-    let n = (1usize << 29) + 5;
     // Values in {-1, 0, 1}: every f32 partial is an exact integer, so both
-    // backends round the same exact row sum to f16 once.
-    let x = Tensor::randint(-1, 2, &[4, n], DType::F16, Device::Cpu, 61).unwrap();
-    let plan = x.explain_sum(&[1], false, &props).unwrap();
-    assert!(plan.launches.len() > 1);
+    // backends round the same exact sum to f16 once.
+    let x = Tensor::randint(-1, 2, &[(1 << 31) + 16], DType::F16, Device::Cpu, 62).unwrap();
+    let plan = x.explain_sum(&[0], false, &props).unwrap();
+    assert!(plan.launches.len() > 2, "{} launches", plan.launches.len());
+    assert!(plan
+        .launches
+        .iter()
+        .any(|l| l.iter.accumulate() && !l.iter.final_output()));
+    check(&x, |t| t.clone(), &[0], DType::F16, dev, &props);
+    check(&x, |t| t.clone(), &[0], DType::F32, dev, &props);
+    drop(x);
+    // Rows: the kept dim is split (no accumulation), then reduced fully.
+    let x = Tensor::randint(-1, 2, &[4, (1 << 29) + 5], DType::F16, Device::Cpu, 63).unwrap();
     check(&x, |t| t.clone(), &[1], DType::F16, dev, &props);
-    check(&x, |t| t.clone(), &[1], DType::F32, dev, &props);
-    // Rows are split along the kept dim too (no accumulation there).
     check(&x, |t| t.clone(), &[0], DType::F16, dev, &props);
 }

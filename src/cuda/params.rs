@@ -126,10 +126,10 @@ impl<const N: usize> OffsetCalculator<N> {
                 )));
             };
             calc.sizes[d] = IntDivider::new(size32);
-            for arg in 0..N {
+            for (slot, operand) in calc.strides[d].iter_mut().zip(&strides) {
                 // A dim of size 1 only ever contributes index 0: its stride is unused.
-                let stride = if size == 1 { 0 } else { strides[arg][d] };
-                calc.strides[d][arg] = u32::try_from(stride).map_err(|_| {
+                let stride = if size == 1 { 0 } else { operand[d] };
+                *slot = u32::try_from(stride).map_err(|_| {
                     Error::Unsupported(format!("byte stride {stride} in a 32-bit launch"))
                 })?;
             }
