@@ -5,9 +5,17 @@
 //! crate builds without a CUDA toolkit and a machine without a driver gets an
 //! [`Error::CudaUnavailable`] instead of a panic.
 
+mod kernel;
+mod nvrtc;
+mod params;
+mod reduce;
 mod storage;
 
+pub use kernel::{disk_cache, CompiledKernel, KernelSpec, ReduceOpKind, OUTPUT_VEC_SIZES};
+pub use nvrtc::{nvrtc_available, nvrtc_version};
 pub(crate) use storage::CudaStorage;
+
+use crate::plan::DeviceProps;
 
 use crate::{Error, Result};
 use cudarc::driver::{CudaContext, DriverError};
@@ -71,15 +79,54 @@ pub(crate) fn driver_error(ordinal: usize, bytes: usize, context: &str, e: Drive
     }
 }
 
+/// The properties of device `ordinal` that launch planning reads, queried
+/// from the driver once per process and device.
+pub fn device_props(ordinal: usize) -> Result<DeviceProps> {
+    static PROPS: OnceLock<Mutex<HashMap<usize, DeviceProps>>> = OnceLock::new();
+    if let Some(p) = PROPS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&ordinal)
+    {
+        return Ok(p.clone());
+    }
+    let ctx = context(ordinal)?;
+    use cudarc::driver::sys::CUdevice_attribute as A;
+    let attr = |a: A| -> Result<u32> {
+        ctx.attribute(a)
+            .map(|v| v.max(0) as u32)
+            .map_err(|e| driver_error(ordinal, 0, "cuDeviceGetAttribute", e))
+    };
+    let props = DeviceProps {
+        name: ctx
+            .name()
+            .map_err(|e| driver_error(ordinal, 0, "cuDeviceGetName", e))?,
+        sm_count: attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+        max_threads_per_sm: attr(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?,
+        warp_size: attr(A::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?,
+        max_threads_per_block: attr(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+        shared_mem_per_block: attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?,
+        compute_capability: (
+            attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+            attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+        ),
+    };
+    PROPS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(ordinal, props.clone());
+    Ok(props)
+}
+
 /// Sums on the GPU: the CUDA counterpart of [`crate::cpu::sum`] (a flat,
-/// contiguous result of `iter.num_output_elements()` on the input's device).
+/// contiguous result of `iter.num_output_elements()` elements of
+/// `out_dtype`, in output order, on the input's device).
 pub(crate) fn sum(
     input: &crate::Tensor,
     iter: &crate::iter::TensorIterator,
     out_dtype: crate::DType,
 ) -> Result<crate::Tensor> {
-    let _ = (input, iter, out_dtype);
-    Err(Error::Unsupported(
-        "the CUDA reduce kernel is being ported (issue 4)".into(),
-    ))
+    reduce::sum(input, iter, out_dtype)
 }

@@ -63,6 +63,25 @@ impl CudaStorage {
         })
     }
 
+    /// An uninitialised buffer of `len` elements, for outputs a kernel writes
+    /// in full (no memset launch).
+    pub(crate) fn uninit(ordinal: usize, dtype: DType, len: usize) -> Result<Self> {
+        let ctx = context(ordinal)?;
+        let stream = ctx.default_stream();
+        let bytes = (len * dtype.size_in_bytes()).max(1);
+        // SAFETY: u8 has no invalid bit patterns, and callers write every
+        // element before it is read back.
+        let buf = unsafe { stream.alloc::<u8>(bytes) }
+            .map_err(|e| driver_error(ordinal, bytes, "allocate", e))?;
+        Ok(CudaStorage {
+            buf,
+            len,
+            dtype,
+            ordinal,
+            stream,
+        })
+    }
+
     /// Copies the whole buffer back to host memory.
     pub(crate) fn download(&self) -> Result<CpuStorage> {
         let bytes = self.len * self.dtype.size_in_bytes();

@@ -1,0 +1,530 @@
+// PyTorch's reduction kernel (aten/src/ATen/native/cuda/Reduce.cuh):
+// ReduceConfig's device side, ReduceOp::run and reduce_kernel.
+//
+// One launch reduces `num_inputs` inputs into each of `num_outputs` outputs.
+// block.x, block.y and grid.y each either split the inputs of one output
+// (input_mult != 0) or take different outputs (output_mult != 0); the host's
+// setReduceConfig decides. Partial results then meet in three stages:
+// block_y_reduce (shared memory), block_x_reduce (shared memory down to a
+// warp, then shuffles) and global_reduce (a staging buffer in global memory
+// and a per-output semaphore; the last CTA to arrive combines the partials).
+//
+// Every stage combines in an order fixed by the launch shape alone, and no
+// float is ever added atomically, so a run is bitwise reproducible.
+#pragma once
+
+namespace tr {
+
+// PyTorch's ReduceConfig, the fields the kernel reads. The host mirrors this
+// struct (#[repr(C)]) and passes it inside ReduceArgs.
+struct ReduceConfig {
+  static constexpr int BLOCK_X = 0;
+  static constexpr int BLOCK_Y = 1;
+  static constexpr int CTA = 2;
+
+  uint32_t element_size_bytes;
+  uint32_t num_inputs;
+  uint32_t num_outputs;
+  uint32_t step_input;
+  uint32_t step_output;
+  uint32_t ctas_per_output;
+  uint32_t input_mult[3];
+  uint32_t output_mult[2];
+  uint32_t block_width;
+  uint32_t block_height;
+  uint32_t num_threads;
+  uint32_t vectorize_input;
+  uint32_t output_vec_size;
+  uint32_t input_vec_size;
+  uint32_t vt0;
+
+  __device__ __forceinline__ bool should_block_x_reduce() const { return input_mult[BLOCK_X] != 0; }
+  __device__ __forceinline__ bool should_block_y_reduce() const { return input_mult[BLOCK_Y] != 0; }
+  __device__ __forceinline__ bool should_global_reduce() const { return input_mult[CTA] != 0; }
+
+  __device__ __forceinline__ bool should_store(uint32_t output_idx) const {
+    return output_idx < num_outputs && (!should_block_x_reduce() || threadIdx.x == 0) &&
+           (!should_block_y_reduce() || threadIdx.y == 0);
+  }
+
+  // Elements outside the vectorised main loop (misaligned head, tail) are
+  // read once per output: by one row of the block and by one CTA.
+  __device__ __forceinline__ bool should_reduce_tail() const {
+    return (!should_block_y_reduce() || threadIdx.y == 0) && (!should_global_reduce() || blockIdx.y == 0);
+  }
+
+  __device__ __forceinline__ uint32_t input_idx() const {
+    return threadIdx.x * input_mult[BLOCK_X] + threadIdx.y * input_mult[BLOCK_Y] + blockIdx.y * input_mult[CTA];
+  }
+
+  template <int output_vec_size>
+  __device__ __forceinline__ uint32_t output_idx() const {
+    return (threadIdx.x * output_mult[BLOCK_X] + threadIdx.y * output_mult[BLOCK_Y] + blockIdx.x * step_output) *
+           output_vec_size;
+  }
+
+  __device__ __forceinline__ uint32_t shared_memory_offset(uint32_t offset) const {
+    return threadIdx.x + (threadIdx.y + offset) * blockDim.x;
+  }
+
+  __device__ __forceinline__ uint32_t staging_memory_offset(uint32_t cta2) const {
+    uint32_t offset = cta2 + blockIdx.x * gridDim.y;
+    if (!should_block_x_reduce()) {
+      offset = threadIdx.x + offset * blockDim.x;
+    }
+    return offset;
+  }
+};
+
+// Everything one launch needs, passed by value as the kernel's only
+// parameter: no per-call upload of shapes or strides. Pointers are 64-bit
+// integers so the host's #[repr(C)] mirror has no pointer types to guess at.
+template <typename index_t>
+struct ReduceArgs {
+  ReduceConfig config;
+  OffsetCalculator<1, index_t> input_calc;   // reduced dims, input strides
+  OffsetCalculator<2, index_t> output_calc;  // output dims, [output, input] strides
+  uint64_t src;
+  uint64_t dst[2];
+  uint64_t acc_buf;     // arg_t per output, when the output cannot accumulate
+  uint64_t cta_buf;     // staging for global_reduce
+  uint64_t semaphores;  // one uint32 per grid.x, 0 between launches
+  int64_t base_idx;
+  OpParams op_params;
+  uint32_t accumulate;
+  uint32_t final_output;
+  uint32_t noutputs;
+  uint32_t reserved;
+};
+
+template <typename scalar_t, typename ops_t, typename index_t, typename out_scalar_t, int vt0, int input_vec_size>
+struct ReduceOp {
+  using arg_t = typename ops_t::arg_t;
+  using InputCalculator = OffsetCalculator<1, index_t>;
+  using OutputCalculator = OffsetCalculator<2, index_t>;
+
+  // The only data member: ReduceOp has ReduceArgs' exact layout, so the host
+  // fills ReduceArgs and the kernel receives it as a ReduceOp.
+  ReduceArgs<index_t> args;
+
+  __device__ __forceinline__ const ReduceConfig& config() const { return args.config; }
+  __device__ __forceinline__ ops_t ops() const { return ops_t(args.op_params); }
+  __device__ __forceinline__ arg_t ident() const { return ops_t::identity(); }
+
+  template <int output_vec_size>
+  __device__ void run() const {
+    // 8-byte aligned: holds Array<arg_t, output_vec_size> values.
+    extern __shared__ uint64_t shared_memory_words[];
+    char* shared_memory = reinterpret_cast<char*>(shared_memory_words);
+    const ReduceConfig& config = this->config();
+    index_t output_idx = config.template output_idx<output_vec_size>();
+    index_t input_idx = config.input_idx();
+    index_t base_offsets1 = args.output_calc.get(output_idx)[1];
+
+    using arg_vec_t = Array<arg_t, output_vec_size>;
+    arg_vec_t value;
+#pragma unroll
+    for (int i = 0; i < output_vec_size; i++) {
+      value[i] = ident();
+    }
+
+    if (output_idx < config.num_outputs && input_idx < config.num_inputs) {
+      const scalar_t* input_slice = reinterpret_cast<const scalar_t*>(args.src + base_offsets1);
+      value = thread_reduce<output_vec_size>(input_slice);
+    }
+
+    if (config.should_block_y_reduce()) {
+      value = block_y_reduce<output_vec_size>(value, shared_memory);
+    }
+    if (config.should_block_x_reduce()) {
+      value = block_x_reduce<output_vec_size>(value, shared_memory);
+    }
+
+    Array<out_scalar_t*, output_vec_size> out;
+    index_t base_offset0 = 0;
+#pragma unroll
+    for (int i = 0; i < output_vec_size; i++) {
+      index_t off = args.output_calc.get(output_idx + i)[0];
+      if (i == 0) {
+        base_offset0 = off;
+      }
+      out[i] = reinterpret_cast<out_scalar_t*>(args.dst[0] + off);
+    }
+
+    arg_vec_t* acc = nullptr;
+    if (args.acc_buf != 0) {
+      // The accumulation buffer mirrors the output's layout in arg_t units.
+      acc = reinterpret_cast<arg_vec_t*>(args.acc_buf +
+                                         (uint64_t)base_offset0 / sizeof(out_scalar_t) * sizeof(arg_t));
+    }
+
+    if (config.should_global_reduce()) {
+      global_reduce<output_vec_size>(value, acc, out, output_idx, shared_memory);
+    } else if (config.should_store(output_idx)) {
+      store_output<output_vec_size>(value, acc, out);
+    }
+  }
+
+  // PyTorch's tail of run()/global_reduce(): where a 32-bit split iterator
+  // accumulates into what an earlier launch left, and whether it finalizes.
+  template <int output_vec_size>
+  __device__ __forceinline__ void store_output(Array<arg_t, output_vec_size> value,
+                                               Array<arg_t, output_vec_size>* acc,
+                                               const Array<out_scalar_t*, output_vec_size>& out) const {
+    const ops_t op = ops();
+    if (args.accumulate) {
+#pragma unroll
+      for (int i = 0; i < output_vec_size; i++) {
+        value[i] = op.translate_idx(value[i], args.base_idx);
+      }
+    }
+    if (acc == nullptr) {
+      if (args.accumulate) {
+        // accumulate_in_output: the output holds a partial of an earlier launch.
+#pragma unroll
+        for (int i = 0; i < output_vec_size; i++) {
+          value[i] = op.combine(convert<arg_t>(*out[i]), value[i]);
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < output_vec_size; i++) {
+        // final_output: project; otherwise get_accumulated_output (a cast).
+        *out[i] = args.final_output ? op.template project<out_scalar_t>(value[i]) : convert<out_scalar_t>(value[i]);
+      }
+    } else {
+      if (args.accumulate) {
+#pragma unroll
+        for (int i = 0; i < output_vec_size; i++) {
+          value[i] = op.combine((*acc)[i], value[i]);
+        }
+      }
+      if (args.final_output) {
+#pragma unroll
+        for (int i = 0; i < output_vec_size; i++) {
+          *out[i] = op.template project<out_scalar_t>(value[i]);
+        }
+      } else {
+        *acc = value;
+      }
+    }
+  }
+
+  template <int output_vec_size>
+  __device__ __forceinline__ Array<arg_t, output_vec_size> thread_reduce(const scalar_t* data) const {
+    const ReduceConfig& config = this->config();
+    if (config.vectorize_input) {
+      // The planner only vectorises the input with output_vec_size == 1.
+      Array<arg_t, output_vec_size> result;
+      result[0] = input_vectorized_thread_reduce_impl(data);
+#pragma unroll
+      for (int i = 1; i < output_vec_size; i++) {
+        result[i] = ident();
+      }
+      return result;
+    }
+    const index_t element_stride = args.input_calc.strides_[0][0] / sizeof(scalar_t);
+    const bool is_contiguous = args.input_calc.dims == 1 && element_stride == 1;
+    if (is_contiguous) {
+      return thread_reduce_impl<output_vec_size>(data, [](index_t idx) { return idx; });
+    } else if (args.input_calc.dims == 1) {
+      return thread_reduce_impl<output_vec_size>(data, [&](index_t idx) { return idx * element_stride; });
+    } else {
+      return thread_reduce_impl<output_vec_size>(
+          data, [&](index_t idx) { return args.input_calc.get(idx)[0] / (index_t)sizeof(scalar_t); });
+    }
+  }
+
+  // Contiguous inputs of one output, read input_vec_size at a time. The
+  // vector loads need an aligned start, so the elements before the first
+  // aligned address (the head) are read one by one by the lanes that own
+  // them in the aligned grid, and the elements after the last whole vector
+  // (the tail) by the first lanes; only one row/CTA (should_reduce_tail)
+  // reads either, so nothing is counted twice.
+  __device__ __forceinline__ arg_t input_vectorized_thread_reduce_impl(const scalar_t* data) const {
+    const ReduceConfig& config = this->config();
+    const ops_t op = ops();
+    index_t end = config.num_inputs;
+
+    arg_t value = ident();
+    constexpr int align_bytes = alignof(aligned_vector<scalar_t, input_vec_size>);
+    constexpr int align_elements = align_bytes / sizeof(scalar_t);
+    int shift = (int)(((uint64_t)data) % align_bytes / sizeof(scalar_t));
+    if (shift > 0) {
+      data -= shift;
+      end += shift;
+      if (threadIdx.x >= (uint32_t)shift && threadIdx.x < (uint32_t)align_elements && config.should_reduce_tail()) {
+        value = op.reduce(value, data[threadIdx.x], (int64_t)threadIdx.x - shift);
+      }
+      end -= align_elements;
+      data += align_elements;
+      shift = align_elements - shift;
+    }
+
+    using load_t = aligned_vector<scalar_t, input_vec_size>;
+    const load_t* vectors = reinterpret_cast<const load_t*>(data);
+    index_t idx = config.input_idx();
+    const index_t stride = config.step_input;
+
+    // One accumulator per vector lane: independent add chains.
+    arg_t value_list[input_vec_size];
+    value_list[0] = value;
+#pragma unroll
+    for (int i = 1; i < input_vec_size; i++) {
+      value_list[i] = ident();
+    }
+
+    while ((uint64_t)idx * input_vec_size + input_vec_size - 1 < (uint64_t)end) {
+      const load_t values_vec = vectors[idx];
+#pragma unroll
+      for (int i = 0; i < input_vec_size; i++) {
+        value_list[i] = op.reduce(value_list[i], values_vec.val[i], (int64_t)shift + (int64_t)idx * input_vec_size + i);
+      }
+      idx += stride;
+    }
+
+    index_t tail_start = end - end % input_vec_size;
+    if (config.should_reduce_tail()) {
+      index_t tail_idx = tail_start + threadIdx.x;
+      if (tail_idx < end) {
+        value_list[0] = op.reduce(value_list[0], data[tail_idx], (int64_t)tail_idx + shift);
+      }
+    }
+
+#pragma unroll
+    for (int i = 1; i < input_vec_size; i++) {
+      value_list[0] = op.combine(value_list[0], value_list[i]);
+    }
+    return value_list[0];
+  }
+
+  // The scalar paths: `calc` maps an input index to an element offset
+  // (identity, one stride, or the N-d OffsetCalculator). With output
+  // vectorisation each load brings output_vec_size neighbouring outputs'
+  // inputs, which the planner made contiguous and aligned.
+  template <int output_vec_size, typename offset_calc_t>
+  __device__ __forceinline__ Array<arg_t, output_vec_size> thread_reduce_impl(const scalar_t* data_,
+                                                                               offset_calc_t calc) const {
+    const ReduceConfig& config = this->config();
+    const ops_t op = ops();
+    index_t idx = config.input_idx();
+    const index_t end = config.num_inputs;
+    const index_t stride = config.step_input;
+
+    using arg_vec_t = Array<arg_t, output_vec_size>;
+    using load_t = aligned_vector<scalar_t, output_vec_size>;
+    const load_t* data = reinterpret_cast<const load_t*>(data_);
+
+    // vt0 independent accumulators remove the dependency between unrolled loads.
+    arg_vec_t value_list[vt0];
+#pragma unroll
+    for (int i = 0; i < vt0; i++) {
+#pragma unroll
+      for (int j = 0; j < output_vec_size; j++) {
+        value_list[i][j] = ident();
+      }
+    }
+
+    load_t values[vt0];
+
+    while ((uint64_t)idx + (uint64_t)(vt0 - 1) * stride < (uint64_t)end) {
+#pragma unroll
+      for (int i = 0; i < vt0; i++) {
+        values[i] = data[calc(idx + i * stride) / output_vec_size];
+      }
+#pragma unroll
+      for (int i = 0; i < vt0; i++) {
+#pragma unroll
+        for (int j = 0; j < output_vec_size; j++) {
+          value_list[i][j] = op.reduce(value_list[i][j], values[i].val[j], (int64_t)(idx + i * stride));
+        }
+      }
+      idx += stride * vt0;
+    }
+
+    // Tail: fewer than vt0 strides left; all loads first, then the adds.
+    const index_t idx_ = idx;
+#pragma unroll
+    for (int i = 0; i < vt0; i++) {
+      if (idx >= end) {
+        break;
+      }
+      values[i] = data[calc(idx) / output_vec_size];
+      idx += stride;
+    }
+    idx = idx_;
+#pragma unroll
+    for (int i = 0; i < vt0; i++) {
+      if (idx >= end) {
+        break;
+      }
+#pragma unroll
+      for (int j = 0; j < output_vec_size; j++) {
+        value_list[i][j] = op.reduce(value_list[i][j], values[i].val[j], (int64_t)idx);
+      }
+      idx += stride;
+    }
+
+#pragma unroll
+    for (int i = 1; i < vt0; i++) {
+#pragma unroll
+      for (int j = 0; j < output_vec_size; j++) {
+        value_list[0][j] = op.combine(value_list[0][j], value_list[i][j]);
+      }
+    }
+    return value_list[0];
+  }
+
+  // Lanes of one row hold partials of one output: halve through shared
+  // memory while the row is wider than a warp, then shuffle with offsets
+  // 1, 2, 4, ... (neighbouring lanes pair first). Lane 0 ends with the total.
+  template <int output_vec_size>
+  __device__ __forceinline__ Array<arg_t, output_vec_size> block_x_reduce(Array<arg_t, output_vec_size> value,
+                                                                          char* shared_memory) const {
+    using args_vec_t = Array<arg_t, output_vec_size>;
+    const ops_t op = ops();
+    uint32_t dim_x = blockDim.x;
+    args_vec_t* shared = reinterpret_cast<args_vec_t*>(shared_memory);
+    if (dim_x > 32) {
+      // block_y_reduce may still be reading these slots.
+      __syncthreads();
+      uint32_t address_base = threadIdx.x + threadIdx.y * blockDim.x;
+      shared[address_base] = value;
+      for (uint32_t offset = dim_x / 2; offset >= 32; offset >>= 1) {
+        __syncthreads();
+        if (threadIdx.x < offset && threadIdx.x + offset < blockDim.x) {
+          args_vec_t other = shared[address_base + offset];
+#pragma unroll
+          for (int i = 0; i < output_vec_size; i++) {
+            value[i] = op.combine(value[i], other[i]);
+          }
+          shared[address_base] = value;
+        }
+      }
+      dim_x = 32;
+    }
+
+    __syncthreads();
+
+    for (uint32_t offset = 1; offset < dim_x; offset <<= 1) {
+#pragma unroll
+      for (int i = 0; i < output_vec_size; i++) {
+        arg_t other = op.warp_shfl_down(value[i], offset);
+        value[i] = op.combine(value[i], other);
+      }
+    }
+    return value;
+  }
+
+  // Rows of the block hold partials of the same outputs: halve blockDim.y
+  // through shared memory. Row 0 ends with the totals.
+  template <int output_vec_size>
+  __device__ __forceinline__ Array<arg_t, output_vec_size> block_y_reduce(Array<arg_t, output_vec_size> value,
+                                                                          char* shared_memory) const {
+    using args_vec_t = Array<arg_t, output_vec_size>;
+    const ReduceConfig& config = this->config();
+    const ops_t op = ops();
+    args_vec_t* shared = reinterpret_cast<args_vec_t*>(shared_memory);
+    shared[config.shared_memory_offset(0)] = value;
+    for (uint32_t offset = blockDim.y / 2; offset > 0; offset >>= 1) {
+      __syncthreads();
+      if (threadIdx.y < offset && threadIdx.y + offset < blockDim.y) {
+        args_vec_t other = shared[config.shared_memory_offset(offset)];
+#pragma unroll
+        for (int i = 0; i < output_vec_size; i++) {
+          value[i] = op.combine(value[i], other[i]);
+        }
+        shared[config.shared_memory_offset(0)] = value;
+      }
+    }
+    return value;
+  }
+
+  // True in exactly one CTA per grid column: the last of gridDim.y to
+  // arrive. That CTA also resets the semaphore to 0 (every other CTA of the
+  // column has already incremented it), so the next launch needs no memset.
+  __device__ __forceinline__ bool mark_block_finished() const {
+    __shared__ bool is_last_block_done_shared;
+    uint32_t* semaphores = reinterpret_cast<uint32_t*>(args.semaphores);
+
+    __syncthreads();
+    if (threadIdx.x == 0 && threadIdx.y == 0) {
+      uint32_t prev_blocks_finished = atomicAdd(&semaphores[blockIdx.x], 1u);
+      bool last = prev_blocks_finished == gridDim.y - 1;
+      if (last) {
+        semaphores[blockIdx.x] = 0;
+      }
+      is_last_block_done_shared = last;
+    }
+    __syncthreads();
+    return is_last_block_done_shared;
+  }
+
+  // CTAs along grid.y hold partials of the same outputs. Each stores its
+  // partial in the staging buffer; the last CTA reads all of them back in
+  // CTA index order (not arrival order, which would make the sum depend on
+  // scheduling), then reduces them within the block as in run().
+  template <int output_vec_size>
+  __device__ __forceinline__ void global_reduce(Array<arg_t, output_vec_size> value,
+                                                Array<arg_t, output_vec_size>* acc,
+                                                const Array<out_scalar_t*, output_vec_size>& out,
+                                                index_t output_idx, char* shared_memory) const {
+    using arg_vec_t = Array<arg_t, output_vec_size>;
+    const ReduceConfig& config = this->config();
+    const ops_t op = ops();
+    arg_vec_t* reduce_buffer = reinterpret_cast<arg_vec_t*>(args.cta_buf);
+
+    const bool should_store = config.should_store(output_idx);
+    if (should_store) {
+      reduce_buffer[config.staging_memory_offset(blockIdx.y)] = value;
+    }
+
+    __threadfence();  // release: the partial is visible before the semaphore moves
+    __syncthreads();
+    const bool is_last_block_done = mark_block_finished();
+
+    if (is_last_block_done) {
+      __threadfence();  // acquire: see every other CTA's partial
+#pragma unroll
+      for (int i = 0; i < output_vec_size; i++) {
+        value[i] = ident();
+      }
+      if (config.should_block_x_reduce()) {
+        uint32_t input_offset = threadIdx.x + threadIdx.y * blockDim.x;
+        const uint32_t step = blockDim.x * blockDim.y;
+        for (; input_offset < config.ctas_per_output; input_offset += step) {
+          arg_vec_t next = reduce_buffer[config.staging_memory_offset(input_offset)];
+#pragma unroll
+          for (int i = 0; i < output_vec_size; i++) {
+            value[i] = op.combine(value[i], next[i]);
+          }
+        }
+      } else {
+        uint32_t input_offset = threadIdx.y;
+        const uint32_t step = blockDim.y;
+        for (; input_offset < config.ctas_per_output; input_offset += step) {
+          arg_vec_t next = reduce_buffer[config.staging_memory_offset(input_offset)];
+#pragma unroll
+          for (int i = 0; i < output_vec_size; i++) {
+            value[i] = op.combine(value[i], next[i]);
+          }
+        }
+      }
+      value = block_y_reduce<output_vec_size>(value, shared_memory);
+      if (config.should_block_x_reduce()) {
+        value = block_x_reduce<output_vec_size>(value, shared_memory);
+      }
+      if (should_store) {
+        store_output<output_vec_size>(value, acc, out);
+      }
+    }
+  }
+};
+
+// PyTorch's C10_LAUNCH_BOUNDS_2(nt, 4): at most nt threads per block, and
+// registers budgeted for 4 resident blocks per SM.
+template <int nt, int output_vec_size, typename R>
+__global__ void __launch_bounds__(nt, 4) reduce_kernel(R reduction) {
+  reduction.template run<output_vec_size>();
+}
+
+}  // namespace tr

@@ -1,0 +1,130 @@
+// Element types and conversions for the reduce kernel.
+//
+// NVRTC ships no standard or CUDA toolkit headers (no <cstdint>, no
+// cuda_fp16.h), so the fixed-width types and the f16/bf16 conversions are
+// written here: f16 through the PTX `cvt` instructions (exact IEEE
+// round-to-nearest-even, the same as the `half` crate on the host), bf16
+// through bit operations (the PTX bf16 `cvt` needs sm_80, these need nothing).
+#pragma once
+
+namespace tr {
+
+// Inside the namespace so they never clash with a host toolchain's own
+// <stdint.h> (nvcc includes it; NVRTC has none).
+typedef signed char int8_t;
+typedef unsigned char uint8_t;
+typedef short int16_t;
+typedef unsigned short uint16_t;
+typedef int int32_t;
+typedef unsigned int uint32_t;
+typedef long long int64_t;
+typedef unsigned long long uint64_t;
+
+// Storage-only wrappers: the kernel never does arithmetic in these types,
+// it widens them to the accumulator first (as PyTorch's acc_type does).
+struct Half { uint16_t x; };
+struct BFloat16 { uint16_t x; };
+// torch.bool: one byte holding 0 or 1.
+struct Bool { uint8_t x; };
+
+__device__ __forceinline__ float half_to_float(uint16_t h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+
+__device__ __forceinline__ uint16_t float_to_half(float f) {
+  uint16_t h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+
+__device__ __forceinline__ float bfloat16_to_float(uint16_t b) {
+  return __uint_as_float(((uint32_t)b) << 16);
+}
+
+__device__ __forceinline__ uint16_t float_to_bfloat16(float f) {
+  uint32_t u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) {
+    // NaN: keep sign and payload, force it quiet (what `half::bf16` does).
+    return (uint16_t)((u >> 16) | 0x40u);
+  }
+  // Round to nearest, ties to even.
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+
+// widen(): the value of a stored element in a type C++ can compute with.
+__device__ __forceinline__ float widen(Half v) { return half_to_float(v.x); }
+__device__ __forceinline__ float widen(BFloat16 v) { return bfloat16_to_float(v.x); }
+__device__ __forceinline__ int32_t widen(Bool v) { return v.x != 0; }
+template <typename T>
+__device__ __forceinline__ T widen(T v) { return v; }
+
+// Narrow<To>::from(v): C++ cast semantics into a storage type. Float to
+// integer conversions compile to `cvt.rzi`, which saturates and maps NaN to
+// 0, as Rust's `as` does on the CPU backend.
+template <typename To>
+struct Narrow {
+  template <typename From>
+  __device__ __forceinline__ static To from(From v) { return static_cast<To>(v); }
+};
+template <>
+struct Narrow<Half> {
+  template <typename From>
+  __device__ __forceinline__ static Half from(From v) { return Half{float_to_half(static_cast<float>(v))}; }
+};
+template <>
+struct Narrow<BFloat16> {
+  template <typename From>
+  __device__ __forceinline__ static BFloat16 from(From v) { return BFloat16{float_to_bfloat16(static_cast<float>(v))}; }
+};
+template <>
+struct Narrow<Bool> {
+  template <typename From>
+  __device__ __forceinline__ static Bool from(From v) { return Bool{(uint8_t)(v != From(0))}; }
+};
+
+// convert<To>(v): torch's static_cast between any two of the eight dtypes.
+template <typename To, typename From>
+__device__ __forceinline__ To convert(From v) {
+  return Narrow<To>::from(widen(v));
+}
+
+// PyTorch's memory::aligned_vector: N elements loaded as one access.
+template <typename T, int N>
+struct alignas(sizeof(T) * N) aligned_vector {
+  T val[N];
+};
+
+// PyTorch's at::detail::Array: a register array that can be returned by value.
+template <typename T, int N>
+struct Array {
+  T data[N];
+  __device__ __forceinline__ T& operator[](int i) { return data[i]; }
+  __device__ __forceinline__ const T& operator[](int i) const { return data[i]; }
+};
+
+// Warp shuffles through the 32-bit intrinsic, so every accumulator type
+// (including 64-bit ones) goes through one code path. Callers are
+// block-uniform, so the lanes that exist are exactly the participants: a
+// block smaller than a warp (a tiny reduction) names only its own lanes.
+__device__ __forceinline__ uint32_t shfl_down_u32(uint32_t v, int offset) {
+  const uint32_t n = blockDim.x * blockDim.y * blockDim.z;
+  const uint32_t mask = n >= 32 ? 0xffffffffu : ((1u << n) - 1u);
+  return __shfl_down_sync(mask, v, offset);
+}
+__device__ __forceinline__ float shfl_down(float v, int offset) {
+  return __uint_as_float(shfl_down_u32(__float_as_uint(v), offset));
+}
+__device__ __forceinline__ int64_t shfl_down(int64_t v, int offset) {
+  uint64_t u = (uint64_t)v;
+  uint32_t lo = shfl_down_u32((uint32_t)u, offset);
+  uint32_t hi = shfl_down_u32((uint32_t)(u >> 32), offset);
+  return (int64_t)(((uint64_t)hi << 32) | lo);
+}
+__device__ __forceinline__ double shfl_down(double v, int offset) {
+  return __longlong_as_double(shfl_down(__double_as_longlong(v), offset));
+}
+
+}  // namespace tr

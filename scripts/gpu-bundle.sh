@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# Builds the release test executables, benches and examples and stages them,
+# stripped, with a runner in .gpu/ of the repository this is run from, for a
+# GPU machine that has a CUDA driver but no Rust toolchain:
+#
+#   scripts/gpu-bundle.sh            # then copy .gpu/ over and run
+#   bash .gpu/run.sh                 # on the GPU machine, from the repo root
+#
+# run.sh runs every test executable with --include-ignored and
+# TENSOR_REDUCE_REQUIRE_CUDA=1, compute-sanitizer (memcheck, racecheck,
+# synccheck) over a few small GPU tests, the quickstart example if there is
+# one, and ends with a summary. Logs are packed into $OUT/gpu-logs.tar.gz
+# ($OUT unset: .gpu/gpu-logs.tar.gz).
+set -euo pipefail
+
+root=$(pwd)
+dest="$root/.gpu"
+rm -rf "$dest"
+mkdir -p "$dest/bin"
+
+stage() { # stage KIND PATH
+  local kind=$1 path=$2 name
+  name="$kind-$(basename "$path")"
+  cp "$path" "$dest/bin/$name"
+  strip "$dest/bin/$name" 2>/dev/null || true
+  echo "$name"
+}
+
+executables() { # JSON on stdin -> executable paths of test/bench targets
+  python3 -c '
+import json, sys
+for line in sys.stdin:
+    line = line.strip()
+    if not line.startswith("{"):
+        continue
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m.get("profile", {}).get("test"):
+        print(m["executable"])
+'
+}
+
+echo "building release tests..." >&2
+cargo test --release --no-run --message-format=json 2>/dev/null | executables | sort -u >"$dest/tests.list.src"
+echo "building benches..." >&2
+cargo bench --no-run --message-format=json 2>/dev/null | executables | sort -u >"$dest/benches.list.src" || true
+echo "building examples..." >&2
+cargo build --release --examples --message-format=json 2>/dev/null | python3 -c '
+import json, sys
+for line in sys.stdin:
+    line = line.strip()
+    if line.startswith("{"):
+        m = json.loads(line)
+        if m.get("reason") == "compiler-artifact" and m.get("executable") and "example" in m.get("target", {}).get("kind", []):
+            print(m["executable"])
+' | sort -u >"$dest/examples.list.src"
+
+: >"$dest/tests.list"; : >"$dest/benches.list"; : >"$dest/examples.list"
+while read -r p; do [ -n "$p" ] && stage test "$p" >>"$dest/tests.list"; done <"$dest/tests.list.src"
+while read -r p; do [ -n "$p" ] && stage bench "$p" >>"$dest/benches.list"; done <"$dest/benches.list.src"
+while read -r p; do [ -n "$p" ] && stage example "$p" >>"$dest/examples.list"; done <"$dest/examples.list.src"
+rm -f "$dest"/*.list.src
+
+cat >"$dest/run.sh" <<'RUNNER'
+#!/usr/bin/env bash
+# Runs the staged executables on a GPU machine; see scripts/gpu-bundle.sh.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# Per-run logs; at the end they are packed into one archive under $OUT
+# (the GPU tool brings back only a few files).
+logs=$(mktemp -d)
+export TENSOR_REDUCE_REQUIRE_CUDA=1
+export TENSOR_REDUCE_CACHE_DIR="${TENSOR_REDUCE_CACHE_DIR:-/tmp/tensor-reduce-cache}"
+export RUST_BACKTRACE=1
+# Limits, so that one command fits a lease: seconds per test executable, per
+# sanitizer run, and for the whole script (sanitizer runs that would start
+# past it are skipped and reported as such).
+TEST_TIMEOUT=${TEST_TIMEOUT:-300}
+SAN_TIMEOUT=${SAN_TIMEOUT:-60}
+DEADLINE=${DEADLINE:-3600}
+# Optional: ONLY, a grep -E pattern selecting test executables; STAGES, a
+# subset of "tests sanitizers examples".
+ONLY=${ONLY:-.}
+STAGES=${STAGES:-tests sanitizers examples}
+SECONDS=0
+summary=()
+
+# cudarc loads libnvrtc.so.13 by name: find one if the loader does not.
+if ! ldconfig -p 2>/dev/null | grep -q 'libnvrtc\.so\.13'; then
+  lib=$(find /usr/local /usr/lib /opt "$(python3 -c 'import site; print(site.getsitepackages()[0])' 2>/dev/null)" \
+    -name 'libnvrtc.so.13*' 2>/dev/null | head -1)
+  [ -n "$lib" ] && export LD_LIBRARY_PATH="$(dirname "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  echo "libnvrtc: ${lib:-NOT FOUND}"
+fi
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -2
+
+# Stage 1: every test executable, ignored (GPU) tests included.
+pass=0; fail=0; failed=()
+[[ " $STAGES " == *" tests "* ]] && while read -r t; do
+  [ -n "$t" ] || continue
+  start=$(date +%s)
+  if timeout "$TEST_TIMEOUT" "$here/bin/$t" --include-ignored --test-threads=1 >"$logs/$t.log" 2>&1; then
+    pass=$((pass + 1)); status=ok
+  else
+    fail=$((fail + 1)); failed+=("$t"); status=FAILED
+  fi
+  echo "test $t: $status ($(( $(date +%s) - start ))s) $(grep -E '^test result' "$logs/$t.log" | tail -1)"
+  grep -E '^test .*(FAILED|ignored)|SKIPPED|panicked' "$logs/$t.log" | head -20
+done < <( (grep gpu_paths "$here/tests.list"; grep -v gpu_paths "$here/tests.list") | grep -E "$ONLY")
+[[ " $STAGES " == *" tests "* ]] && summary+=("tests: $pass passed, $fail failed ${failed[*]:-}")
+
+# Stage 2: compute-sanitizer over a few small GPU tests.
+san_tests="${SAN_TESTS:-misaligned_views_take_the_head_and_tail_paths output_vectorized_columns warp_split_block_y_reduce cta_split_global_reduce}"
+gp=$(grep -E '^test-gpu_paths' "$here/tests.list" | head -1)
+if [[ " $STAGES " != *" sanitizers "* ]]; then
+  :
+elif command -v compute-sanitizer >/dev/null && [ -n "$gp" ]; then
+  for tool in memcheck racecheck synccheck; do
+    log="$logs/sanitizer-$tool.log"
+    : >"$log"
+    rc_all=0; skipped=0
+    for name in $san_tests; do
+      if [ $((SECONDS + SAN_TIMEOUT)) -gt "$DEADLINE" ]; then skipped=$((skipped + 1)); continue; fi
+      timeout "$SAN_TIMEOUT" compute-sanitizer --tool "$tool" --error-exitcode 99 --target-processes all \
+        "$here/bin/$gp" --include-ignored --exact "$name" --test-threads=1 >>"$log" 2>&1 || rc_all=$?
+    done
+    errors=$(grep -Eo 'ERROR SUMMARY: [0-9]+' "$log" | awk '{s += $3} END {print s + 0}')
+    hazards=$(grep -Eo 'RACECHECK SUMMARY: [0-9]+ hazard' "$log" | awk '{s += $3} END {print s + 0}')
+    passed=$(grep -c 'test result: ok' "$log" || true)
+    echo "sanitizer $tool: $errors errors, $hazards racecheck hazards, $passed test runs ok, $skipped skipped for time, last rc $rc_all"
+    summary+=("sanitizer $tool: $errors errors (${hazards} hazards), $passed/$(echo $san_tests | wc -w) test runs ok, $skipped skipped for time")
+  done
+else
+  summary+=("sanitizers: not run (compute-sanitizer or gpu_paths missing)")
+fi
+
+# Stage 3: examples (the quickstart if present).
+expass=0; exfail=0
+[[ " $STAGES " == *" examples "* ]] && while read -r e; do
+  [ -n "$e" ] || continue
+  case "$e" in *quickstart*) ;; *) continue ;; esac
+  if timeout 300 "$here/bin/$e" >"$logs/$e.log" 2>&1; then expass=$((expass + 1)); else exfail=$((exfail + 1)); fi
+  tail -5 "$logs/$e.log"
+done <"$here/examples.list"
+[[ " $STAGES " == *" examples "* ]] && summary+=("examples: $expass passed, $exfail failed")
+
+# The quickstart's PyTorch twin, where torch is installed: same lines?
+qs=$(grep -m1 quickstart "$here/examples.list" || true)
+if [[ " $STAGES " == *" examples "* ]] && [ -n "$qs" ] && [ -f "$here/../scripts/quickstart_torch.py" ] && python3 -c 'import torch' 2>/dev/null; then
+  python3 "$here/../scripts/quickstart_torch.py" >"$logs/quickstart_torch.log" 2>&1
+  if diff <(grep -v '^device' "$logs/$qs.log") <(grep -v '^device' "$logs/quickstart_torch.log") >"$logs/quickstart.diff"; then
+    summary+=("quickstart vs torch: identical")
+  else
+    summary+=("quickstart vs torch: $(grep -c '^<' "$logs/quickstart.diff") lines differ (see quickstart.diff)")
+  fi
+fi
+
+echo "==== summary ===="
+printf '%s\n' "${summary[@]}" | tee "$logs/summary.txt"
+dest_logs="${OUT:-$here}"
+tar -czf "$dest_logs/gpu-logs.tar.gz" -C "$logs" . && echo "logs: $dest_logs/gpu-logs.tar.gz"
+RUNNER
+chmod +x "$dest/run.sh"
+du -sh "$dest" >&2
+cat "$dest/tests.list" "$dest/benches.list" "$dest/examples.list" >&2

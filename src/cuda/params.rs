@@ -1,0 +1,304 @@
+//! The kernel's by-value parameter: `#[repr(C)]` mirrors of the structs in
+//! `kernels/reduce.cuh` and `kernels/offset_calculator.cuh`, built from a
+//! [`LaunchPlan`]. The generated kernel source `static_assert`s the sizes computed
+//! here, so a layout drift fails at compile time.
+
+use crate::iter::TensorIterator;
+use crate::plan::{LaunchPlan, ReduceConfig};
+use crate::{Error, Result};
+
+/// `TR_MAX_DIMS`: dims an offset calculator holds (PyTorch's `MAX_DIMS`).
+pub(crate) const MAX_DIMS: usize = 25;
+
+/// `tr::ReduceConfig`: PyTorch's `ReduceConfig`, the fields the kernel reads.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ReduceConfigC {
+    pub element_size_bytes: u32,
+    pub num_inputs: u32,
+    pub num_outputs: u32,
+    pub step_input: u32,
+    pub step_output: u32,
+    pub ctas_per_output: u32,
+    pub input_mult: [u32; 3],
+    pub output_mult: [u32; 2],
+    pub block_width: u32,
+    pub block_height: u32,
+    pub num_threads: u32,
+    pub vectorize_input: u32,
+    pub output_vec_size: u32,
+    pub input_vec_size: u32,
+    pub vt0: u32,
+}
+
+impl From<&ReduceConfig> for ReduceConfigC {
+    fn from(c: &ReduceConfig) -> Self {
+        ReduceConfigC {
+            element_size_bytes: c.element_size_bytes,
+            num_inputs: c.num_inputs,
+            num_outputs: c.num_outputs,
+            step_input: c.step_input,
+            step_output: c.step_output,
+            ctas_per_output: c.ctas_per_output,
+            input_mult: c.input_mult,
+            output_mult: c.output_mult,
+            block_width: c.block_width,
+            block_height: c.block_height,
+            num_threads: c.num_threads,
+            vectorize_input: c.vectorize_input as u32,
+            output_vec_size: c.output_vec_size,
+            input_vec_size: c.input_vec_size,
+            vt0: c.vt0,
+        }
+    }
+}
+
+/// `tr::IntDivider<uint32_t>`: division by a launch-time constant as a
+/// multiply-high, add and shift.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct IntDivider {
+    pub divisor: u32,
+    pub m1: u32,
+    pub shift: u32,
+}
+
+impl IntDivider {
+    /// PyTorch's magic numbers: `shift = ceil(log2(d))`,
+    /// `m1 = 2^32 * (2^shift - d) / d + 1`. Exact for every `n < 2^31`.
+    pub(crate) fn new(divisor: u32) -> IntDivider {
+        assert!(
+            (1..=i32::MAX as u32).contains(&divisor),
+            "internal: IntDivider of {divisor}"
+        );
+        let mut shift = 0u32;
+        while shift < 32 && (1u64 << shift) < divisor as u64 {
+            shift += 1;
+        }
+        let magic = ((1u64 << 32) * ((1u64 << shift) - divisor as u64)) / divisor as u64 + 1;
+        IntDivider {
+            divisor,
+            m1: magic as u32,
+            shift,
+        }
+    }
+
+    /// What the device computes, for tests.
+    #[cfg(test)]
+    fn divmod(&self, n: u32) -> (u32, u32) {
+        let t = ((n as u64 * self.m1 as u64) >> 32) as u32;
+        let q = (t + n) >> self.shift;
+        (q, n - q * self.divisor)
+    }
+}
+
+/// `tr::OffsetCalculator<N, uint32_t>`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct OffsetCalculator<const N: usize> {
+    pub dims: i32,
+    pub sizes: [IntDivider; MAX_DIMS],
+    /// Byte strides, `[dim][operand]`.
+    pub strides: [[u32; N]; MAX_DIMS],
+}
+
+impl<const N: usize> OffsetCalculator<N> {
+    /// `shape` and, per operand, byte strides of the same dims.
+    fn new(shape: &[usize], strides: [&[i64]; N]) -> Result<Self> {
+        if shape.len() > MAX_DIMS {
+            return Err(Error::Unsupported(format!(
+                "a reduction whose iterator keeps {} dims after coalescing (the CUDA kernel handles at most {MAX_DIMS})",
+                shape.len()
+            )));
+        }
+        let mut calc = OffsetCalculator {
+            dims: shape.len() as i32,
+            sizes: [IntDivider::default(); MAX_DIMS],
+            strides: [[0; N]; MAX_DIMS],
+        };
+        for (d, &size) in shape.iter().enumerate() {
+            let size32 = u32::try_from(size)
+                .ok()
+                .filter(|&s| s >= 1 && s <= i32::MAX as u32);
+            let Some(size32) = size32 else {
+                return Err(Error::Unsupported(format!(
+                    "iterator dim of size {size} in a 32-bit launch"
+                )));
+            };
+            calc.sizes[d] = IntDivider::new(size32);
+            for (slot, operand) in calc.strides[d].iter_mut().zip(&strides) {
+                // A dim of size 1 only ever contributes index 0: its stride is unused.
+                let stride = if size == 1 { 0 } else { operand[d] };
+                *slot = u32::try_from(stride).map_err(|_| {
+                    Error::Unsupported(format!("byte stride {stride} in a 32-bit launch"))
+                })?;
+            }
+        }
+        Ok(calc)
+    }
+}
+
+/// `tr::ReduceArgs<uint32_t>`: the kernel's only parameter.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ReduceArgs {
+    pub config: ReduceConfigC,
+    pub input_calc: OffsetCalculator<1>,
+    pub output_calc: OffsetCalculator<2>,
+    pub src: u64,
+    pub dst: [u64; 2],
+    pub acc_buf: u64,
+    pub cta_buf: u64,
+    pub semaphores: u64,
+    pub base_idx: i64,
+    pub op_params: [f64; 2],
+    pub accumulate: u32,
+    pub final_output: u32,
+    pub noutputs: u32,
+    pub reserved: u32,
+}
+
+// SAFETY: plain old data, #[repr(C)], and the kernel source asserts it has
+// the same size as the C struct it is passed as (and the same field order).
+unsafe impl cudarc::driver::DeviceRepr for ReduceArgs {}
+
+/// Device addresses a launch needs besides the iterator.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Buffers {
+    /// Input storage base (the iterator's data offsets are added here).
+    pub input_base: u64,
+    /// Output base (likewise).
+    pub output_base: u64,
+    /// Accumulation buffer base (arg_t per output element), or 0.
+    pub acc_base: u64,
+    pub staging: u64,
+    pub semaphores: u64,
+}
+
+impl ReduceArgs {
+    /// PyTorch's `make_input_calculator` / `make_output_calculator` and the
+    /// `ReduceOp` constructor for one launch.
+    pub(crate) fn new(
+        launch: &LaunchPlan,
+        out_elem_size: usize,
+        acc_elem_size: usize,
+        bufs: &Buffers,
+    ) -> Result<ReduceArgs> {
+        let it = &launch.iter;
+        let nr = it.num_reduce_dims();
+        let shape = it.shape();
+        let input_strides = it.strides(TensorIterator::INPUT);
+        let output_strides = it.strides(TensorIterator::OUTPUT);
+        let input_calc = OffsetCalculator::<1>::new(&shape[..nr], [&input_strides[..nr]])?;
+        let output_calc = OffsetCalculator::<2>::new(
+            &shape[nr..],
+            [&output_strides[nr..], &input_strides[nr..]],
+        )?;
+        let out_offset = it.data_offset(TensorIterator::OUTPUT);
+        let acc_buf = if bufs.acc_base == 0 {
+            0
+        } else {
+            bufs.acc_base + out_offset / out_elem_size as u64 * acc_elem_size as u64
+        };
+        Ok(ReduceArgs {
+            config: ReduceConfigC::from(&launch.config),
+            input_calc,
+            output_calc,
+            src: bufs.input_base + it.data_offset(TensorIterator::INPUT),
+            dst: [bufs.output_base + out_offset, 0],
+            acc_buf,
+            cta_buf: bufs.staging,
+            semaphores: bufs.semaphores,
+            base_idx: launch.base_idx as i64,
+            op_params: [0.0; 2],
+            accumulate: it.accumulate() as u32,
+            final_output: it.final_output() as u32,
+            noutputs: 1,
+            reserved: 0,
+        })
+    }
+}
+
+/// `static_assert`s that pin the C structs to this file's layout. NVRTC has
+/// no `offsetof`, so the sizes of every member struct and of the whole are
+/// checked; both sides lay the same field sequence out by the same C rules.
+pub(crate) fn layout_asserts() -> String {
+    use std::mem::size_of;
+    let mut s = String::from("namespace tr {\n");
+    let mut check = |what: &str, value: usize| {
+        s.push_str(&format!(
+            "static_assert({what} == {value}, \"{what} differs from src/cuda/params.rs\");\n"
+        ));
+    };
+    check("sizeof(ReduceConfig)", size_of::<ReduceConfigC>());
+    check("sizeof(IntDivider<uint32_t>)", size_of::<IntDivider>());
+    check(
+        "sizeof(OffsetCalculator<1, uint32_t>)",
+        size_of::<OffsetCalculator<1>>(),
+    );
+    check(
+        "sizeof(OffsetCalculator<2, uint32_t>)",
+        size_of::<OffsetCalculator<2>>(),
+    );
+    check("sizeof(OpParams)", size_of::<[f64; 2]>());
+    check("sizeof(ReduceArgs<uint32_t>)", size_of::<ReduceArgs>());
+    s.push_str("}  // namespace tr\n");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn int_divider_matches_division() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let divisors = [
+            1u32,
+            2,
+            3,
+            5,
+            7,
+            8,
+            10,
+            127,
+            128,
+            1000,
+            65_535,
+            65_536,
+            1 << 20,
+            3 << 20,
+            i32::MAX as u32,
+        ];
+        for &d in &divisors {
+            let div = IntDivider::new(d);
+            let edges = [
+                0u32,
+                1,
+                d - 1,
+                d,
+                d.saturating_add(1),
+                i32::MAX as u32,
+                (i32::MAX as u32) - 1,
+            ];
+            for n in edges
+                .into_iter()
+                .chain((0..2000).map(|_| (next() % (1u64 << 31)) as u32))
+            {
+                assert_eq!(div.divmod(n), (n / d, n % d), "n = {n}, d = {d}");
+            }
+        }
+    }
+
+    #[test]
+    fn args_fit_a_kernel_parameter() {
+        // CUDA's classic limit on kernel parameters is 4 KiB.
+        assert!(std::mem::size_of::<ReduceArgs>() <= 4096);
+    }
+}

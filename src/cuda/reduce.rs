@@ -1,0 +1,295 @@
+//! The host side of `reduce_kernel`: PyTorch's `gpu_reduce_kernel` and
+//! `launch_reduce_kernel` for sum.
+
+use super::kernel::{self, KernelSpec};
+use super::params::{Buffers, ReduceArgs};
+use super::{driver_error, CudaStorage};
+use crate::iter::TensorIterator;
+use crate::plan::{
+    set_reduce_config, split_32bit, DeviceProps, KernelTypes, LaunchPlan, ReducePlan, MAX_LAUNCHES,
+};
+use crate::tensor::storage::Storage;
+use crate::{DType, Device, Error, Result, Tensor};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Staging buffer and semaphores for `global_reduce`, one per device (all
+/// tensors of a device run on its default stream, so launches that share
+/// them are ordered). They only grow; semaphores are zeroed when allocated
+/// and every kernel leaves them at zero.
+#[derive(Default)]
+struct Workspace {
+    staging: Option<CudaSlice<u8>>,
+    semaphores: Option<CudaSlice<u8>>,
+}
+
+fn workspace(ordinal: usize) -> Arc<Mutex<Workspace>> {
+    static WORKSPACES: OnceLock<Mutex<HashMap<usize, Arc<Mutex<Workspace>>>>> = OnceLock::new();
+    let mut map = WORKSPACES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    map.entry(ordinal).or_default().clone()
+}
+
+/// Grows `slot` to at least `bytes` (rounded up to a power of two so a
+/// sequence of growing requests reallocates rarely).
+fn ensure(
+    slot: &mut Option<CudaSlice<u8>>,
+    stream: &Arc<CudaStream>,
+    ordinal: usize,
+    bytes: usize,
+    zeroed: bool,
+) -> Result<()> {
+    if bytes == 0 || slot.as_ref().is_some_and(|s| s.len() >= bytes) {
+        return Ok(());
+    }
+    let bytes = bytes.next_power_of_two().max(256);
+    // Dropping the old buffer frees it in stream order, after the launches
+    // already queued on this stream that use it.
+    *slot = None;
+    let buf = if zeroed {
+        stream.alloc_zeros::<u8>(bytes)
+    } else {
+        // SAFETY: the staging buffer is always written before it is read.
+        unsafe { stream.alloc::<u8>(bytes) }
+    }
+    .map_err(|e| driver_error(ordinal, bytes, "allocating reduce workspace", e))?;
+    *slot = Some(buf);
+    Ok(())
+}
+
+/// Shared memory, staging bytes and semaphore bytes a launch needs, from its
+/// config and shape (PyTorch's `shared_memory_size`, `global_memory_size`
+/// and `semaphore_size`, computed from the actual grid). The larger of this
+/// and the plan's figure is used, so a plan can never under-allocate.
+fn launch_memory(l: &LaunchPlan, acc_size: u64) -> (u32, u64, u64) {
+    let c = &l.config;
+    let vec = c.output_vec_size as u64;
+    let block_x_reduce = c.input_mult[0] != 0;
+    let block_y_reduce = c.input_mult[1] != 0;
+    let global = c.input_mult[2] != 0;
+    let threads = l.block[0] as u64 * l.block[1] as u64;
+    let shared = if block_y_reduce || (block_x_reduce && l.block[0] > 32) {
+        acc_size * threads * vec
+    } else {
+        0
+    };
+    let (staging, sems) = if global {
+        let per_slot = acc_size * vec;
+        let slots = l.grid[0] as u64
+            * l.grid[1] as u64
+            * if block_x_reduce { 1 } else { l.block[0] as u64 };
+        (per_slot * slots, 4 * l.grid[0] as u64)
+    } else {
+        (0, 0)
+    };
+    (
+        (shared as u32).max(l.shared_memory_bytes),
+        staging.max(l.staging_bytes),
+        sems.max(l.semaphore_bytes),
+    )
+}
+
+/// The launches this backend runs. The planner follows PyTorch's dtype
+/// dispatch, which sums a mixed-dtype reduction (an i32 input summed to i64,
+/// `sum_dtype` casts) over a cast *copy* of the input and accumulates an
+/// integer output in its own type. This kernel instead reads the input as it
+/// is and casts each element to the output dtype's accumulator in `reduce`
+/// (the CPU backend's semantics), so for those dtype pairs the launches are
+/// planned here with the same `setReduceConfig` port, for the real input
+/// dtype and accumulator. Returns the launches and whether partial sums of a
+/// split need an `arg_t` buffer.
+fn plan_launches(
+    iter: &TensorIterator,
+    input: DType,
+    out: DType,
+    props: &DeviceProps,
+) -> Result<(Vec<LaunchPlan>, bool)> {
+    let acc = out.accumulator();
+    let plan = ReducePlan::new(iter, input, out, props)?;
+    // PyTorch's rule (16-bit float outputs would round or overflow), widened
+    // to every output whose type is not its accumulator (an i32 or bool
+    // output cannot hold an i64 partial).
+    let needs_acc = |n: usize| n > 1 && out != acc;
+    if plan.input_cast.is_none() && plan.acc_dtype == acc && plan.kernel.scalar == input {
+        let needs = plan.needs_acc_buffer || needs_acc(plan.launches.len());
+        return Ok((plan.launches, needs));
+    }
+    let kernel = KernelTypes {
+        scalar: input,
+        acc,
+        out,
+        vt0: 4,
+        input_vec_size: if input.size_in_bytes() == 2 { 8 } else { 4 },
+        max_num_threads: 512,
+    };
+    let launches: Vec<LaunchPlan> = split_32bit(iter, MAX_LAUNCHES)?
+        .into_iter()
+        .map(|sub| {
+            let (config, decisions) = set_reduce_config(&sub, &kernel, props);
+            LaunchPlan {
+                config,
+                nt: config.nt(),
+                grid: config.grid(),
+                block: config.block(),
+                shared_memory_bytes: config.shared_memory_size(),
+                staging_bytes: config.global_memory_size(),
+                semaphore_bytes: config.semaphore_size(),
+                base_idx: sub.view_offsets().first().copied().unwrap_or(0) as u64,
+                decisions,
+                iter: sub,
+            }
+        })
+        .collect();
+    let needs = needs_acc(plan.launches.len());
+    Ok((launches, needs))
+}
+
+/// Sums on the GPU; see [`super::sum`].
+pub(crate) fn sum(input: &Tensor, iter: &TensorIterator, out_dtype: DType) -> Result<Tensor> {
+    let Storage::Cuda(storage) = &input.storage else {
+        return Err(Error::DeviceMismatch {
+            expected: Device::Cuda(0),
+            actual: input.device(),
+        });
+    };
+    let ordinal = storage.ordinal();
+    let props = super::device_props(ordinal)?;
+    let (launches, needs_acc) = plan_launches(iter, input.dtype(), out_dtype, &props)?;
+    let acc_dtype = out_dtype.accumulator();
+    let n_out = iter.num_output_elements();
+    let out = CudaStorage::uninit(ordinal, out_dtype, n_out)?;
+    let stream = storage.stream.clone();
+
+    let acc_buf =
+        if needs_acc {
+            let bytes = n_out * acc_dtype.size_in_bytes();
+            Some(unsafe { stream.alloc::<u8>(bytes.max(1)) }.map_err(|e| {
+                driver_error(ordinal, bytes, "allocating the accumulation buffer", e)
+            })?)
+        } else {
+            None
+        };
+
+    let workspace = workspace(ordinal);
+    let mut ws = workspace.lock().unwrap_or_else(|e| e.into_inner());
+    let acc_size = acc_dtype.size_in_bytes() as u64;
+    let (mut staging_bytes, mut semaphore_bytes) = (0u64, 0u64);
+    let mut memory = Vec::with_capacity(launches.len());
+    for l in &launches {
+        let m = launch_memory(l, acc_size);
+        staging_bytes = staging_bytes.max(m.1);
+        semaphore_bytes = semaphore_bytes.max(m.2);
+        memory.push(m);
+    }
+    ensure(
+        &mut ws.staging,
+        &stream,
+        ordinal,
+        staging_bytes as usize,
+        false,
+    )?;
+    ensure(
+        &mut ws.semaphores,
+        &stream,
+        ordinal,
+        semaphore_bytes as usize,
+        true,
+    )?;
+
+    let mut out = out;
+    {
+        let (input_base, _in_guard) = storage.buf.device_ptr(&stream);
+        let (output_base, _out_guard) = out.buf.device_ptr_mut(&stream);
+        let (acc_base, _acc_guard) = match &acc_buf {
+            Some(b) => {
+                let (p, g) = b.device_ptr(&stream);
+                (p, Some(g))
+            }
+            None => (0, None),
+        };
+        let (staging, _st_guard) = match &ws.staging {
+            Some(b) => {
+                let (p, g) = b.device_ptr(&stream);
+                (p, Some(g))
+            }
+            None => (0, None),
+        };
+        let (semaphores, _sem_guard) = match &ws.semaphores {
+            Some(b) => {
+                let (p, g) = b.device_ptr(&stream);
+                (p, Some(g))
+            }
+            None => (0, None),
+        };
+        let bufs = Buffers {
+            input_base,
+            output_base,
+            acc_base,
+            staging,
+            semaphores,
+        };
+        for (l, &(shared, _, _)) in launches.iter().zip(&memory) {
+            let spec = KernelSpec::sum(
+                input.dtype(),
+                out_dtype,
+                l.config.vt0,
+                l.config.input_vec_size,
+            );
+            let k = kernel::loaded(ordinal, spec)?;
+            let f = k.function(l.config.output_vec_size)?;
+            let args = ReduceArgs::new(
+                l,
+                out_dtype.size_in_bytes(),
+                acc_dtype.size_in_bytes(),
+                &bufs,
+            )?;
+            check_alignment(&args, l, input.dtype())?;
+            let cfg = LaunchConfig {
+                grid_dim: (l.grid[0], l.grid[1], l.grid[2].max(1)),
+                block_dim: (l.block[0], l.block[1], l.block[2].max(1)),
+                shared_mem_bytes: shared,
+            };
+            let mut builder = stream.launch_builder(f);
+            builder.arg(&args);
+            // SAFETY: the arguments mirror the kernel's parameter (checked by
+            // static_asserts in the source); every pointer in them is live on
+            // this stream until the launch completes (buffers are freed in
+            // stream order), and the plan's shape covers exactly the
+            // iterator's elements.
+            unsafe { builder.launch(cfg) }
+                .map_err(|e| driver_error(ordinal, 0, &format!("launching {}", spec.label()), e))?;
+        }
+    }
+    drop(ws);
+    drop(acc_buf);
+    Ok(Tensor::from_storage(
+        Storage::Cuda(Arc::new(out)),
+        &[n_out],
+        out_dtype,
+    ))
+}
+
+/// The vector loads need the alignment the planner assumed; refuse a launch
+/// that would fault rather than trust it blindly.
+fn check_alignment(args: &ReduceArgs, l: &LaunchPlan, input: DType) -> Result<()> {
+    let c = &l.config;
+    if !c.vectorize_input && c.output_vec_size > 1 {
+        let align = c.output_vec_size as u64 * input.size_in_bytes() as u64;
+        if args.src % align != 0 {
+            return Err(Error::Unsupported(format!(
+                "plan vectorises outputs by {} but the input address is only {}-byte aligned",
+                c.output_vec_size,
+                1u64 << args.src.trailing_zeros().min(63)
+            )));
+        }
+    }
+    if c.vectorize_input && c.output_vec_size != 1 {
+        return Err(Error::Unsupported(
+            "plan vectorises both input and output".into(),
+        ));
+    }
+    Ok(())
+}

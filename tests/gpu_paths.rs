@@ -1,0 +1,514 @@
+//! The CUDA backend's launch paths, one by one, against the CPU backend.
+//!
+//! Inputs are small integers, so every partial sum is exact in every
+//! accumulator and the GPU result must equal the CPU result bit for bit, for
+//! every dtype (16-bit outputs round once, at the end, on both). Each test
+//! also checks, through `explain_sum` with the live device's properties,
+//! that the plan really takes the path the test is named after.
+//!
+//! These need a GPU: they are `#[ignore]`d so `cargo test` skips them
+//! visibly; run them with `--include-ignored`. Without a usable device they
+//! print SKIPPED and pass, unless `TENSOR_REDUCE_REQUIRE_CUDA=1`, which makes
+//! them fail instead.
+
+use tensor_reduce::plan::{DeviceProps, LaunchPlan};
+use tensor_reduce::{cuda, DType, Device, Tensor};
+
+/// The device to test on, or `None` (after printing why) to skip.
+fn gpu(test: &str) -> Option<(Device, DeviceProps)> {
+    let found = Device::cuda(0).and_then(|d| Ok((d, cuda::device_props(0)?)));
+    match found {
+        Ok(x) => Some(x),
+        Err(e) => {
+            let required = std::env::var("TENSOR_REDUCE_REQUIRE_CUDA").is_ok_and(|v| v == "1");
+            assert!(
+                !required,
+                "{test}: TENSOR_REDUCE_REQUIRE_CUDA=1 but no usable CUDA device: {e}"
+            );
+            eprintln!("SKIPPED {test}: no usable CUDA device ({e})");
+            None
+        }
+    }
+}
+
+/// Every element's bits, whatever the dtype.
+fn bits(t: &Tensor) -> Vec<u64> {
+    match t.dtype() {
+        DType::F16 => t
+            .to_vec::<tensor_reduce::f16>()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits() as u64)
+            .collect(),
+        DType::BF16 => t
+            .to_vec::<tensor_reduce::bf16>()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits() as u64)
+            .collect(),
+        DType::F32 => t
+            .to_vec::<f32>()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits() as u64)
+            .collect(),
+        DType::F64 => t
+            .to_vec::<f64>()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect(),
+        DType::I32 => t
+            .to_vec::<i32>()
+            .unwrap()
+            .iter()
+            .map(|&v| v as u32 as u64)
+            .collect(),
+        DType::I64 => t
+            .to_vec::<i64>()
+            .unwrap()
+            .iter()
+            .map(|&v| v as u64)
+            .collect(),
+        DType::U8 => t
+            .to_vec::<u8>()
+            .unwrap()
+            .iter()
+            .map(|&v| v as u64)
+            .collect(),
+        DType::Bool => t
+            .to_vec::<bool>()
+            .unwrap()
+            .iter()
+            .map(|&v| v as u64)
+            .collect(),
+    }
+}
+
+/// Small integers of `dtype` (non-negative where the dtype is unsigned).
+fn ints(shape: &[usize], dtype: DType, seed: u64) -> Tensor {
+    let (lo, hi) = match dtype {
+        DType::U8 => (0, 16),
+        DType::Bool => (0, 2),
+        _ => (-8, 9),
+    };
+    Tensor::randint(lo, hi, shape, dtype, Device::Cpu, seed).unwrap()
+}
+
+/// `view(x)` summed over `dims` into `out` on the GPU equals the CPU's, bit
+/// for bit; returns the plan the GPU ran.
+fn check(
+    x_cpu: &Tensor,
+    view: impl Fn(&Tensor) -> Tensor,
+    dims: &[isize],
+    out: DType,
+    dev: Device,
+    props: &DeviceProps,
+) -> Vec<LaunchPlan> {
+    let x_gpu = x_cpu.to_device(dev).unwrap();
+    let (vc, vg) = (view(x_cpu), view(&x_gpu));
+    let want = vc.sum_dtype(dims, false, out).unwrap();
+    let got = vg.sum_dtype(dims, false, out).unwrap();
+    assert_eq!(got.device(), dev);
+    assert_eq!(got.shape(), want.shape());
+    assert_eq!(got.dtype(), out);
+    let (g, w) = (bits(&got), bits(&want));
+    if let Some(i) = g.iter().zip(&w).position(|(a, b)| a != b) {
+        panic!("{:?} {} -> {out} over {dims:?}: element {i} of {} differs: gpu bits {:#x}, cpu bits {:#x}", vc.shape(), vc.dtype(), g.len(), g[i], w[i]);
+    }
+    // explain_sum plans for the default output dtype; the config does not
+    // depend on it for these dtypes, except through the accumulator size.
+    vg.explain_sum(dims, false, props)
+        .map(|p| p.launches)
+        .unwrap_or_default()
+}
+
+fn any_launch(launches: &[LaunchPlan], pred: impl Fn(&LaunchPlan) -> bool) -> bool {
+    launches.iter().any(pred)
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn input_vectorized_contiguous_rows() {
+    let Some((dev, props)) = gpu("input_vectorized_contiguous_rows") else {
+        return;
+    };
+    for (dt, n) in [
+        (DType::F32, 4096),
+        (DType::F16, 1000),
+        (DType::BF16, 4099),
+        (DType::F64, 777),
+        (DType::I32, 3001),
+        (DType::U8, 4096),
+    ] {
+        let x = ints(&[37, n], dt, 1);
+        let l = check(&x, |t| t.clone(), &[1], dt.sum_result(), dev, &props);
+        assert!(
+            any_launch(&l, |l| l.config.vectorize_input),
+            "{dt} [37, {n}].sum(1) did not vectorize the input"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn misaligned_views_take_the_head_and_tail_paths() {
+    let Some((dev, props)) = gpu("misaligned_views_take_the_head_and_tail_paths") else {
+        return;
+    };
+    for dt in [DType::F32, DType::F16, DType::BF16, DType::F64, DType::U8] {
+        let x = ints(&[19, 2051], dt, 2);
+        for start in 1..4 {
+            // Narrowing the last dim shifts every row's start off alignment.
+            let l = check(
+                &x,
+                |t| t.narrow(1, start, 2051 - start).unwrap(),
+                &[1],
+                dt.sum_result(),
+                dev,
+                &props,
+            );
+            assert!(
+                any_launch(&l, |l| l.config.vectorize_input),
+                "{dt} narrow({start}) did not vectorize"
+            );
+            // And the whole storage offset by one element, reduced fully.
+            check(
+                &x,
+                |t| {
+                    t.reshape(&[19 * 2051])
+                        .unwrap()
+                        .narrow(0, start, 19 * 2051 - start)
+                        .unwrap()
+                },
+                &[0],
+                dt.sum_result(),
+                dev,
+                &props,
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn output_vectorized_columns() {
+    let Some((dev, props)) = gpu("output_vectorized_columns") else {
+        return;
+    };
+    for (cols, vec) in [(64usize, 4u32), (66, 2), (67, 1)] {
+        for dt in [DType::F32, DType::F16, DType::F64, DType::I32, DType::Bool] {
+            let x = ints(&[3000, cols], dt, 3);
+            let l = check(&x, |t| t.clone(), &[0], dt.sum_result(), dev, &props);
+            assert!(
+                any_launch(&l, |l| l.config.output_vec_size == vec),
+                "{dt} [3000, {cols}].sum(0): expected output_vec_size {vec}, plan {l:?}"
+            );
+        }
+    }
+    // A view one element off alignment falls back to narrower vectors.
+    let x = ints(&[3000, 65], DType::F32, 4);
+    check(
+        &x,
+        |t| t.narrow(1, 1, 64).unwrap(),
+        &[0],
+        DType::F32,
+        dev,
+        &props,
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn warp_split_block_y_reduce() {
+    let Some((dev, props)) = gpu("warp_split_block_y_reduce") else {
+        return;
+    };
+    for dt in [DType::F32, DType::F16, DType::I64] {
+        // Few outputs with many inputs each: rows of the block split the inputs.
+        let x = ints(&[20_000, 8], dt, 5);
+        let l = check(&x, |t| t.clone(), &[0], dt.sum_result(), dev, &props);
+        assert!(
+            any_launch(&l, |l| l.config.input_mult[1] != 0),
+            "{dt}: no block_y split: {l:?}"
+        );
+        let x = ints(&[8, 20_000], dt, 6);
+        let l = check(&x, |t| t.clone(), &[1], dt.sum_result(), dev, &props);
+        assert!(
+            any_launch(&l, |l| l.config.input_mult[1] != 0
+                || l.config.input_mult[0] != 0),
+            "{dt}: rows: {l:?}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn cta_split_global_reduce() {
+    let Some((dev, props)) = gpu("cta_split_global_reduce") else {
+        return;
+    };
+    for dt in [DType::F32, DType::BF16, DType::F64, DType::I32, DType::U8] {
+        // A full reduction: block_x + block_y + global.
+        let x = ints(&[1 << 22], dt, 7);
+        let l = check(&x, |t| t.clone(), &[0], dt.sum_result(), dev, &props);
+        assert!(
+            any_launch(&l, |l| l.config.input_mult[2] != 0),
+            "{dt} full: no CTA split: {l:?}"
+        );
+        // Column sums of a tall matrix: global reduce without block_x.
+        let x = ints(&[1 << 20, 16], dt, 8);
+        let l = check(&x, |t| t.clone(), &[0], dt.sum_result(), dev, &props);
+        assert!(
+            any_launch(&l, |l| l.config.input_mult[2] != 0
+                && l.config.input_mult[0] == 0),
+            "{dt} columns: {l:?}"
+        );
+    }
+    // Repeated launches reuse the semaphores: the kernel must leave them at 0.
+    let x = ints(&[3, 1 << 20], DType::F32, 9);
+    for _ in 0..5 {
+        check(&x, |t| t.clone(), &[1], DType::F32, dev, &props);
+        check(&x, |t| t.clone(), &[], DType::F32, dev, &props);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn strided_expanded_and_nd_inputs() {
+    let Some((dev, props)) = gpu("strided_expanded_and_nd_inputs") else {
+        return;
+    };
+    for dt in [DType::F32, DType::F16, DType::I64] {
+        let x = ints(&[1, 513], dt, 10);
+        // expand: stride 0 along the reduced and the kept dim.
+        check(
+            &x,
+            |t| t.expand(&[1000, 513]).unwrap(),
+            &[0],
+            dt.sum_result(),
+            dev,
+            &props,
+        );
+        check(
+            &x,
+            |t| t.expand(&[1000, 513]).unwrap(),
+            &[1],
+            dt.sum_result(),
+            dev,
+            &props,
+        );
+        check(
+            &x,
+            |t| t.expand(&[1000, 513]).unwrap(),
+            &[],
+            dt.sum_result(),
+            dev,
+            &props,
+        );
+        let y = ints(&[24, 40, 36], dt, 11);
+        // 1-D strided: the reduced dim is not the fastest.
+        check(&y, |t| t.clone(), &[1], dt.sum_result(), dev, &props);
+        // N-d reduced dims through the OffsetCalculator, permuted views.
+        check(&y, |t| t.clone(), &[0, 2], dt.sum_result(), dev, &props);
+        check(
+            &y,
+            |t| t.permute(&[2, 0, 1]).unwrap(),
+            &[0, 2],
+            dt.sum_result(),
+            dev,
+            &props,
+        );
+        check(
+            &y,
+            |t| t.slice(2, 1, 36, 3).unwrap(),
+            &[0, 2],
+            dt.sum_result(),
+            dev,
+            &props,
+        );
+        check(
+            &y,
+            |t| t.t().unwrap_or_else(|_| t.transpose(0, 2).unwrap()),
+            &[1],
+            dt.sum_result(),
+            dev,
+            &props,
+        );
+    }
+    // 0-d and size-1 reductions.
+    let s = ints(&[], DType::F32, 12);
+    check(&s, |t| t.clone(), &[], DType::F32, dev, &props);
+    let one = ints(&[5, 1, 7], DType::I32, 13);
+    check(&one, |t| t.clone(), &[1], DType::I64, dev, &props);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn all_dtypes_and_sum_dtype_casts() {
+    let Some((dev, props)) = gpu("all_dtypes_and_sum_dtype_casts") else {
+        return;
+    };
+    let mut pairs: Vec<(DType, DType)> = DType::ALL.iter().map(|&d| (d, d.sum_result())).collect();
+    pairs.extend([
+        (DType::F16, DType::F32),
+        (DType::BF16, DType::F32),
+        (DType::F32, DType::F64),
+        (DType::F64, DType::F32),
+        (DType::F32, DType::F16),
+        (DType::I32, DType::I32),
+        (DType::I64, DType::F64),
+        (DType::U8, DType::U8),
+        (DType::Bool, DType::Bool),
+        (DType::F32, DType::I64),
+    ]);
+    for (i, &(din, dout)) in pairs.iter().enumerate() {
+        let x = ints(&[45, 130], din, 20 + i as u64);
+        for dims in [&[0isize][..], &[1], &[]] {
+            check(&x, |t| t.clone(), dims, dout, dev, &props);
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn float_sums_match_an_f64_reference() {
+    let Some((dev, _props)) = gpu("float_sums_match_an_f64_reference") else {
+        return;
+    };
+    for dt in [DType::F32, DType::F16, DType::BF16] {
+        let x = Tensor::randn(&[257, 3001], dt, Device::Cpu, 30).unwrap();
+        let reference = x
+            .sum_dtype(&[1], false, DType::F64)
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap();
+        let got = x
+            .to_device(dev)
+            .unwrap()
+            .sum_dtype(&[1], false, DType::F32)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap();
+        let num: f64 = got
+            .iter()
+            .zip(&reference)
+            .map(|(&g, &r)| (g as f64 - r).powi(2))
+            .sum();
+        let den: f64 = reference.iter().map(|r| r * r).sum();
+        let rel = (num / den).sqrt();
+        assert!(rel < 1e-5, "{dt}: relative error {rel}");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn runs_are_bitwise_deterministic() {
+    let Some((dev, _props)) = gpu("runs_are_bitwise_deterministic") else {
+        return;
+    };
+    for (shape, dims, dt) in [
+        (vec![1usize << 23], vec![], DType::F32),
+        (vec![1 << 21, 3], vec![0isize], DType::F16),
+        (vec![64, 100_003], vec![1], DType::BF16),
+        (vec![1 << 20, 16], vec![0], DType::F32),
+    ] {
+        let x = Tensor::randn(&shape, dt, Device::Cpu, 40)
+            .unwrap()
+            .to_device(dev)
+            .unwrap();
+        let first = bits(&x.sum(&dims, false).unwrap());
+        for _ in 0..4 {
+            assert_eq!(bits(&x.sum(&dims, false).unwrap()), first, "{shape:?} {dt}");
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn concurrent_callers_share_the_kernel_cache() {
+    let Some((dev, props)) = gpu("concurrent_callers_share_the_kernel_cache") else {
+        return;
+    };
+    std::thread::scope(|s| {
+        for (i, dt) in [
+            DType::F32,
+            DType::F16,
+            DType::I32,
+            DType::F32,
+            DType::F16,
+            DType::I32,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let props = props.clone();
+            s.spawn(move || {
+                let x = ints(&[300, 301], dt, 50 + i as u64);
+                check(&x, |t| t.clone(), &[1], dt.sum_result(), dev, &props);
+                check(&x, |t| t.clone(), &[0], dt.sum_result(), dev, &props);
+            });
+        }
+    });
+}
+
+/// Over 2^31 bytes: PyTorch's 32-bit split into several launches. A full
+/// reduction splits the reduced dim, so later launches accumulate in the
+/// output (f32 can); a two-row sum splits the kept dim instead.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn split_32bit_f32_over_2gib() {
+    let Some((dev, props)) = gpu("split_32bit_f32_over_2gib") else {
+        return;
+    };
+    let x = ints(&[(1 << 29) + 7], DType::F32, 60);
+    let l = check(&x, |t| t.clone(), &[0], DType::F32, dev, &props);
+    assert!(
+        l.len() > 1,
+        "expected a 32-bit split, got {} launch(es)",
+        l.len()
+    );
+    assert!(
+        l.iter().any(|l| l.iter.accumulate()),
+        "the reduced dim was not split"
+    );
+    assert!(l.iter().any(|l| !l.iter.final_output()));
+    drop(x);
+    let n = (1usize << 28) + 3;
+    let x = ints(&[2, n], DType::F32, 61);
+    let l = check(&x, |t| t.clone(), &[1], DType::F32, dev, &props);
+    assert!(
+        l.len() > 1,
+        "expected a 32-bit split, got {} launch(es)",
+        l.len()
+    );
+    check(&x, |t| t.clone(), &[], DType::F32, dev, &props);
+    check(&x, |t| t.clone(), &[0], DType::F32, dev, &props);
+}
+
+/// Over 2^31 elements of f16. Splitting the reduced dim makes the launches
+/// carry partial sums through an f32 accumulation buffer (f16 partials would
+/// round); with an f32 output they accumulate in the output itself.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn split_32bit_f16_over_2g_elements() {
+    let Some((dev, props)) = gpu("split_32bit_f16_over_2g_elements") else {
+        return;
+    };
+    // Values in {-1, 0, 1}: every f32 partial is an exact integer, so both
+    // backends round the same exact sum to f16 once.
+    let x = Tensor::randint(-1, 2, &[(1 << 31) + 16], DType::F16, Device::Cpu, 62).unwrap();
+    let plan = x.explain_sum(&[0], false, &props).unwrap();
+    assert!(plan.launches.len() > 2, "{} launches", plan.launches.len());
+    assert!(plan
+        .launches
+        .iter()
+        .any(|l| l.iter.accumulate() && !l.iter.final_output()));
+    check(&x, |t| t.clone(), &[0], DType::F16, dev, &props);
+    check(&x, |t| t.clone(), &[0], DType::F32, dev, &props);
+    drop(x);
+    // Rows: the kept dim is split (no accumulation), then reduced fully.
+    let x = Tensor::randint(-1, 2, &[4, (1 << 29) + 5], DType::F16, Device::Cpu, 63).unwrap();
+    check(&x, |t| t.clone(), &[1], DType::F16, dev, &props);
+    check(&x, |t| t.clone(), &[0], DType::F16, dev, &props);
+}

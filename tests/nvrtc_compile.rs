@@ -1,0 +1,138 @@
+//! Compiles every `reduce_kernel` instantiation the sum planner can emit
+//! through NVRTC, for sm_80 and sm_90, with no GPU needed.
+//!
+//! Without libnvrtc the test prints why and passes, unless
+//! `TENSOR_REDUCE_REQUIRE_NVRTC=1`, which turns the skip into a failure (CI
+//! sets it after `scripts/install-nvrtc.sh`).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use tensor_reduce::cuda::{self, KernelSpec, OUTPUT_VEC_SIZES};
+use tensor_reduce::DType;
+
+/// Whether NVRTC is there; panics when it is required and missing.
+fn nvrtc_or_skip(test: &str) -> bool {
+    if cuda::nvrtc_available() {
+        return true;
+    }
+    let required = std::env::var("TENSOR_REDUCE_REQUIRE_NVRTC").is_ok_and(|v| v == "1");
+    assert!(
+        !required,
+        "{test}: TENSOR_REDUCE_REQUIRE_NVRTC=1 but libnvrtc could not be loaded (LD_LIBRARY_PATH?)"
+    );
+    eprintln!("SKIPPED {test}: libnvrtc not found (run scripts/install-nvrtc.sh and put its directory on LD_LIBRARY_PATH)");
+    false
+}
+
+/// One fresh cache directory for this process, so the tests really run
+/// NVRTC (set once: the environment is process-wide and tests run in
+/// parallel).
+fn private_cache_dir() -> std::path::PathBuf {
+    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir =
+            std::env::temp_dir().join(format!("tensor-reduce-nvrtc-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        // SAFETY: set once, before any compile in this process reads it.
+        unsafe { std::env::set_var("TENSOR_REDUCE_CACHE_DIR", &dir) };
+        dir
+    })
+    .clone()
+}
+
+#[test]
+fn every_sum_instantiation_compiles_for_sm80_and_sm90() {
+    if !nvrtc_or_skip("every_sum_instantiation_compiles_for_sm80_and_sm90") {
+        return;
+    }
+    private_cache_dir();
+    println!("NVRTC {:?}", cuda::nvrtc_version().unwrap());
+    let specs = KernelSpec::all_sums();
+    assert_eq!(specs.len(), DType::ALL.len() * DType::ALL.len());
+    let jobs: Vec<(KernelSpec, (u32, u32))> = specs
+        .iter()
+        .flat_map(|&s| [(s, (8, 0)), (s, (9, 0))])
+        .collect();
+    let next = AtomicUsize::new(0);
+    let failures = Mutex::new(Vec::new());
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2)
+        .min(8);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&(spec, arch)) = jobs.get(i) else {
+                    break;
+                };
+                match spec.compile(arch) {
+                    Ok(k) => {
+                        assert_eq!(k.lowered_names.len(), OUTPUT_VEC_SIZES.len());
+                        assert!(
+                            k.cubin.len() > 1000,
+                            "{} sm_{}{}: tiny cubin",
+                            spec.label(),
+                            arch.0,
+                            arch.1
+                        );
+                        // A cubin is an ELF image.
+                        assert_eq!(&k.cubin[..4], b"\x7fELF");
+                    }
+                    Err(e) => failures.lock().unwrap().push(format!(
+                        "{} sm_{}{}: {e}",
+                        spec.label(),
+                        arch.0,
+                        arch.1
+                    )),
+                }
+            });
+        }
+    });
+    let failures = failures.into_inner().unwrap();
+    assert!(
+        failures.is_empty(),
+        "{} of {} compiles failed:\n{}",
+        failures.len(),
+        jobs.len(),
+        failures.join("\n\n")
+    );
+    println!(
+        "compiled {} modules ({} kernels)",
+        jobs.len(),
+        jobs.len() * OUTPUT_VEC_SIZES.len()
+    );
+}
+
+#[test]
+fn disk_cache_serves_hits_and_recompiles_corrupt_entries() {
+    if !nvrtc_or_skip("disk_cache_serves_hits_and_recompiles_corrupt_entries") {
+        return;
+    }
+    private_cache_dir();
+    let spec = KernelSpec::sum(DType::F32, DType::F32, 4, 4);
+    let first = spec.compile((9, 0)).unwrap();
+    let dir = cuda::disk_cache::dir().unwrap();
+    let entries: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "cubin"))
+        .collect();
+    assert!(!entries.is_empty(), "nothing written to {}", dir.display());
+    let t0 = std::time::Instant::now();
+    let hit = spec.compile((9, 0)).unwrap();
+    assert_eq!(hit, first);
+    println!("cache hit in {:?}", t0.elapsed());
+    // Damage every entry (the other test may be writing more; a damaged or
+    // half-written entry is only ever recompiled): the next compile must
+    // not trust them.
+    for p in &entries {
+        let mut bytes = std::fs::read(p).unwrap();
+        let n = bytes.len();
+        bytes[n / 2] ^= 0xff;
+        std::fs::write(p, bytes).unwrap();
+    }
+    let again = spec.compile((9, 0)).unwrap();
+    assert_eq!(again.lowered_names, first.lowered_names);
+    assert_eq!(&again.cubin[..4], b"\x7fELF");
+}
