@@ -244,7 +244,7 @@ fn run(args: &Args) -> Result<(), String> {
 
 fn to_json(plan: &ReducePlan, result_shape: &[usize]) -> serde_json::Value {
     use serde_json::json;
-    let it = &plan.kernel_iter;
+    let it = &plan.iter;
     let launches: Vec<_> = plan
         .launches
         .iter()
@@ -289,12 +289,11 @@ fn to_json(plan: &ReducePlan, result_shape: &[usize]) -> serde_json::Value {
         "input_dtype": plan.input_dtype.name(),
         "output_dtype": plan.output_dtype.name(),
         "acc_dtype": plan.acc_dtype.name(),
-        "input_cast": plan.input_cast.map(|d| d.name()),
         "result_shape": result_shape,
         "iter_shape": it.shape(),
         "iter_input_strides_bytes": it.strides(TensorIterator::INPUT),
         "iter_output_strides_bytes": it.strides(TensorIterator::OUTPUT),
-        "iter_tensor_dims": (0..it.ndim()).map(|d| plan.tensor_dims(d)).collect::<Vec<_>>(),
+        "iter_tensor_dims": (0..it.ndim()).map(|d| plan.iter.source_dims(d)).collect::<Vec<_>>(),
         "num_reduce_dims": it.num_reduce_dims(),
         "needs_acc_buffer": plan.needs_acc_buffer,
         "acc_buffer_bytes": plan.acc_buffer_bytes,

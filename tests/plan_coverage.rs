@@ -107,7 +107,7 @@ fn device() -> impl Strategy<Value = DeviceProps> {
 /// kernel walks; returns how many pairs were checked.
 fn check_plan(plan: &ReducePlan) -> Result<usize, String> {
     let mut balance: HashMap<Visit, i64> = HashMap::new();
-    iterator_visits(&plan.kernel_iter, |v| *balance.entry(v).or_default() += 1);
+    iterator_visits(&plan.iter, |v| *balance.entry(v).or_default() += 1);
     let scalar = plan.kernel.scalar.size_in_bytes() as u64;
     for (i, launch) in plan.launches.iter().enumerate() {
         let mut extra = None;
@@ -128,7 +128,7 @@ fn check_plan(plan: &ReducePlan) -> Result<usize, String> {
     if let Some((v, n)) = balance.iter().find(|(_, &n)| n != 0) {
         return Err(format!("{v:?} visited {} time(s) too few", n));
     }
-    Ok(plan.kernel_iter.numel())
+    Ok(plan.iter.numel())
 }
 
 fn plan_layout(l: &Layout, dtype: DType, props: &DeviceProps) -> ReducePlan {
@@ -144,16 +144,6 @@ fn plan_layout(l: &Layout, dtype: DType, props: &DeviceProps) -> ReducePlan {
     ReducePlan::new(&it, dtype, out, props).expect("plans")
 }
 
-/// The cast copy must reduce the same elements into the same outputs.
-fn same_outputs(plan: &ReducePlan) -> bool {
-    let count = |it: &TensorIterator| {
-        let mut m: HashMap<u64, usize> = HashMap::new();
-        iterator_visits(it, |v| *m.entry(v.output).or_default() += 1);
-        m
-    };
-    count(&plan.iter) == count(&plan.kernel_iter)
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
@@ -161,7 +151,6 @@ proptest! {
     fn small_views_are_covered_exactly_once(l in layout(6, 4096), dtype in dtype(), props in device()) {
         let plan = plan_layout(&l, dtype, &props);
         prop_assert_eq!(plan.launches.len(), 1);
-        prop_assert!(same_outputs(&plan));
         if let Err(e) = check_plan(&plan) {
             return Err(TestCaseError::fail(format!("{e}\nplan: {:#?}", plan.launches[0].config)));
         }

@@ -5,9 +5,7 @@ use super::kernel::{self, KernelSpec};
 use super::params::{Buffers, ReduceArgs};
 use super::{driver_error, CudaStorage};
 use crate::iter::TensorIterator;
-use crate::plan::{
-    set_reduce_config, split_32bit, DeviceProps, KernelTypes, LaunchPlan, ReducePlan, MAX_LAUNCHES,
-};
+use crate::plan::{LaunchPlan, ReducePlan};
 use crate::tensor::storage::Storage;
 use crate::{DType, Device, Error, Result, Tensor};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
@@ -60,93 +58,6 @@ fn ensure(
     Ok(())
 }
 
-/// Shared memory, staging bytes and semaphore bytes a launch needs, from its
-/// config and shape (PyTorch's `shared_memory_size`, `global_memory_size`
-/// and `semaphore_size`, computed from the actual grid). The larger of this
-/// and the plan's figure is used, so a plan can never under-allocate.
-fn launch_memory(l: &LaunchPlan, acc_size: u64) -> (u32, u64, u64) {
-    let c = &l.config;
-    let vec = c.output_vec_size as u64;
-    let block_x_reduce = c.input_mult[0] != 0;
-    let block_y_reduce = c.input_mult[1] != 0;
-    let global = c.input_mult[2] != 0;
-    let threads = l.block[0] as u64 * l.block[1] as u64;
-    let shared = if block_y_reduce || (block_x_reduce && l.block[0] > 32) {
-        acc_size * threads * vec
-    } else {
-        0
-    };
-    let (staging, sems) = if global {
-        let per_slot = acc_size * vec;
-        let slots = l.grid[0] as u64
-            * l.grid[1] as u64
-            * if block_x_reduce { 1 } else { l.block[0] as u64 };
-        (per_slot * slots, 4 * l.grid[0] as u64)
-    } else {
-        (0, 0)
-    };
-    (
-        (shared as u32).max(l.shared_memory_bytes),
-        staging.max(l.staging_bytes),
-        sems.max(l.semaphore_bytes),
-    )
-}
-
-/// The launches this backend runs. The planner follows PyTorch's dtype
-/// dispatch, which sums a mixed-dtype reduction (an i32 input summed to i64,
-/// `sum_dtype` casts) over a cast *copy* of the input and accumulates an
-/// integer output in its own type. This kernel instead reads the input as it
-/// is and casts each element to the output dtype's accumulator in `reduce`
-/// (the CPU backend's semantics), so for those dtype pairs the launches are
-/// planned here with the same `setReduceConfig` port, for the real input
-/// dtype and accumulator. Returns the launches and whether partial sums of a
-/// split need an `arg_t` buffer.
-fn plan_launches(
-    iter: &TensorIterator,
-    input: DType,
-    out: DType,
-    props: &DeviceProps,
-) -> Result<(Vec<LaunchPlan>, bool)> {
-    let acc = out.accumulator();
-    let plan = ReducePlan::new(iter, input, out, props)?;
-    // PyTorch's rule (16-bit float outputs would round or overflow), widened
-    // to every output whose type is not its accumulator (an i32 or bool
-    // output cannot hold an i64 partial).
-    let needs_acc = |n: usize| n > 1 && out != acc;
-    if plan.input_cast.is_none() && plan.acc_dtype == acc && plan.kernel.scalar == input {
-        let needs = plan.needs_acc_buffer || needs_acc(plan.launches.len());
-        return Ok((plan.launches, needs));
-    }
-    let kernel = KernelTypes {
-        scalar: input,
-        acc,
-        out,
-        vt0: 4,
-        input_vec_size: if input.size_in_bytes() == 2 { 8 } else { 4 },
-        max_num_threads: 512,
-    };
-    let launches: Vec<LaunchPlan> = split_32bit(iter, MAX_LAUNCHES)?
-        .into_iter()
-        .map(|sub| {
-            let (config, decisions) = set_reduce_config(&sub, &kernel, props);
-            LaunchPlan {
-                config,
-                nt: config.nt(),
-                grid: config.grid(),
-                block: config.block(),
-                shared_memory_bytes: config.shared_memory_size(),
-                staging_bytes: config.global_memory_size(),
-                semaphore_bytes: config.semaphore_size(),
-                base_idx: sub.view_offsets().first().copied().unwrap_or(0) as u64,
-                decisions,
-                iter: sub,
-            }
-        })
-        .collect();
-    let needs = needs_acc(plan.launches.len());
-    Ok((launches, needs))
-}
-
 /// Sums on the GPU; see [`super::sum`].
 pub(crate) fn sum(input: &Tensor, iter: &TensorIterator, out_dtype: DType) -> Result<Tensor> {
     let Storage::Cuda(storage) = &input.storage else {
@@ -157,15 +68,15 @@ pub(crate) fn sum(input: &Tensor, iter: &TensorIterator, out_dtype: DType) -> Re
     };
     let ordinal = storage.ordinal();
     let props = super::device_props(ordinal)?;
-    let (launches, needs_acc) = plan_launches(iter, input.dtype(), out_dtype, &props)?;
-    let acc_dtype = out_dtype.accumulator();
+    let plan = ReducePlan::new(iter, input.dtype(), out_dtype, &props)?;
+    let (launches, acc_dtype) = (&plan.launches, plan.acc_dtype);
     let n_out = iter.num_output_elements();
     let out = CudaStorage::uninit(ordinal, out_dtype, n_out)?;
     let stream = storage.stream.clone();
 
     let acc_buf =
-        if needs_acc {
-            let bytes = n_out * acc_dtype.size_in_bytes();
+        if plan.needs_acc_buffer {
+            let bytes = plan.acc_buffer_bytes as usize;
             Some(unsafe { stream.alloc::<u8>(bytes.max(1)) }.map_err(|e| {
                 driver_error(ordinal, bytes, "allocating the accumulation buffer", e)
             })?)
@@ -175,15 +86,12 @@ pub(crate) fn sum(input: &Tensor, iter: &TensorIterator, out_dtype: DType) -> Re
 
     let workspace = workspace(ordinal);
     let mut ws = workspace.lock().unwrap_or_else(|e| e.into_inner());
-    let acc_size = acc_dtype.size_in_bytes() as u64;
-    let (mut staging_bytes, mut semaphore_bytes) = (0u64, 0u64);
-    let mut memory = Vec::with_capacity(launches.len());
-    for l in &launches {
-        let m = launch_memory(l, acc_size);
-        staging_bytes = staging_bytes.max(m.1);
-        semaphore_bytes = semaphore_bytes.max(m.2);
-        memory.push(m);
-    }
+    let staging_bytes = launches.iter().map(|l| l.staging_bytes).max().unwrap_or(0);
+    let semaphore_bytes = launches
+        .iter()
+        .map(|l| l.semaphore_bytes)
+        .max()
+        .unwrap_or(0);
     ensure(
         &mut ws.staging,
         &stream,
@@ -231,7 +139,7 @@ pub(crate) fn sum(input: &Tensor, iter: &TensorIterator, out_dtype: DType) -> Re
             staging,
             semaphores,
         };
-        for (l, &(shared, _, _)) in launches.iter().zip(&memory) {
+        for l in launches {
             let spec = KernelSpec::sum(
                 input.dtype(),
                 out_dtype,
@@ -250,7 +158,7 @@ pub(crate) fn sum(input: &Tensor, iter: &TensorIterator, out_dtype: DType) -> Re
             let cfg = LaunchConfig {
                 grid_dim: (l.grid[0], l.grid[1], l.grid[2].max(1)),
                 block_dim: (l.block[0], l.block[1], l.block[2].max(1)),
-                shared_mem_bytes: shared,
+                shared_mem_bytes: l.shared_memory_bytes,
             };
             let mut builder = stream.launch_builder(f);
             builder.arg(&args);

@@ -248,7 +248,31 @@ impl ReduceConfig {
         size
     }
 
-    /// `semaphore_size()`: one `int` per CTA column, zeroed before launch.
+    /// Bytes of staging the kernel actually addresses: one slot of
+    /// `output_vec_size` accumulators per `staging_memory_offset`, that is
+    /// grid.x × grid.y CTAs, times block.x when lanes keep separate outputs.
+    /// PyTorch allocates [`Self::global_memory_size`] instead, which counts
+    /// every output times every CTA and can be far larger (128 MiB where
+    /// this needs kilobytes); it comes from a caching allocator there, but
+    /// here it is device memory held by the workspace.
+    pub fn staging_size(&self) -> u64 {
+        if !self.should_global_reduce() {
+            return 0;
+        }
+        let [gx, gy, _] = self.grid();
+        let lanes = if self.should_block_x_reduce() {
+            1
+        } else {
+            self.block_width
+        };
+        u64::from(self.element_size_bytes)
+            * u64::from(self.output_vec_size)
+            * u64::from(gx)
+            * u64::from(gy)
+            * u64::from(lanes)
+    }
+
+    /// `semaphore_size()`: one `int` per CTA column (the count of CTAs done).
     pub fn semaphore_size(&self) -> u64 {
         if !self.should_global_reduce() {
             return 0;

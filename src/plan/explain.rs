@@ -19,14 +19,7 @@ impl Display for ReducePlan {
             p.max_threads_per_sm,
             p.warp_size
         )?;
-        if let Some(dtype) = self.input_cast {
-            writeln!(
-                f,
-                "input cast: PyTorch first copies the {} input to {dtype} (same dim order, dense, offset 0); the kernel reads the copy",
-                self.input_dtype
-            )?;
-        }
-        let it = &self.kernel_iter;
+        let it = &self.iter;
         writeln!(
             f,
             "iterator: {} dims, dim 0 moves fastest, reduced dims first",
@@ -68,7 +61,7 @@ impl Display for ReducePlan {
 }
 
 fn write_iter_table(f: &mut Formatter<'_>, plan: &ReducePlan) -> fmt::Result {
-    let it = &plan.kernel_iter;
+    let it = &plan.iter;
     writeln!(
         f,
         "  {:>3}  {:>10}  {:>14}  {:>14}  {:<12}  role",
@@ -80,7 +73,7 @@ fn write_iter_table(f: &mut Formatter<'_>, plan: &ReducePlan) -> fmt::Result {
         } else {
             "kept"
         };
-        let dims = format!("{:?}", plan.tensor_dims(d));
+        let dims = format!("{:?}", plan.iter.source_dims(d));
         writeln!(
             f,
             "  {:>3}  {:>10}  {:>12} B  {:>12} B  {:<12}  {role}",
@@ -123,7 +116,12 @@ fn write_launch(
             launch.base_idx
         )?;
     }
-    let dims_of = |d: usize| format!("iterator dim {d} = tensor dims {:?}", plan.tensor_dims(d));
+    let dims_of = |d: usize| {
+        format!(
+            "iterator dim {d} = tensor dims {:?}",
+            plan.iter.source_dims(d)
+        )
+    };
     let nrd = launch.iter.num_reduce_dims();
     let lanes_walk = if c.should_block_x_reduce() {
         format!(

@@ -134,10 +134,13 @@ pub struct LaunchPlan {
     pub block: [u32; 3],
     /// Dynamic shared memory, bytes.
     pub shared_memory_bytes: u32,
-    /// Staging buffer for the CTA-split global reduce, bytes (0 if none).
+    /// Staging buffer for the CTA-split global reduce, bytes (0 if none):
+    /// exactly the slots `staging_memory_offset` can address
+    /// ([`ReduceConfig::staging_size`]), not PyTorch's larger
+    /// `global_memory_size`, which counts every output times every CTA.
     pub staging_bytes: u64,
-    /// Semaphores for the global reduce, bytes (0 if none); zeroed by the
-    /// host before the launch.
+    /// Semaphores for the global reduce, bytes (0 if none). Our kernel
+    /// leaves them at zero, so unlike PyTorch no memset precedes a launch.
     pub semaphore_bytes: u64,
     /// `sub_iter.view_offsets()[0]`, for index-returning ops.
     pub base_idx: u64,
@@ -159,23 +162,17 @@ pub struct ReducePlan {
     pub acc_dtype: DType,
     /// The device planned for.
     pub props: DeviceProps,
-    /// One launch per 32-bit sub-iterator of [`ReducePlan::kernel_iter`].
+    /// One launch per 32-bit sub-iterator of [`ReducePlan::iter`].
     pub launches: Vec<LaunchPlan>,
     /// Whether an `arg_t` accumulation buffer the size of the output is
-    /// needed (split iterator and an output that cannot accumulate, e.g. f16).
+    /// needed: the iterator is split and the output cannot hold a partial
+    /// sum (its type is not the accumulator's, e.g. an f16 output).
     pub needs_acc_buffer: bool,
     /// Bytes of that accumulation buffer (0 when not needed): PyTorch's
     /// `output_memory_size * sizeof(arg_t)`.
     pub acc_buffer_bytes: u64,
     /// The kernel's template arguments.
     pub kernel: KernelTypes,
-    /// `Some(dtype)` when PyTorch first copies the input to `dtype` (e.g. an
-    /// i32 sum reads an i64 copy): the copy has [`preserve_format_strides`]
-    /// and storage offset 0, and the launches walk it, not the caller's input.
-    pub input_cast: Option<DType>,
-    /// The iterator the kernel walks: [`ReducePlan::iter`], or the one over
-    /// the cast copy.
-    pub kernel_iter: TensorIterator,
 }
 
 impl DeviceProps {
@@ -250,25 +247,26 @@ impl DeviceProps {
 }
 
 impl KernelTypes {
-    /// What `sum_kernel_cuda` instantiates for an input of `input` summed
-    /// into `output`, after `make_reduction_from_out_ty` has chosen the
-    /// iterator's input dtype: f16/bf16 summed into f32 read the 16-bit input
-    /// directly; every other mismatch reads a copy cast to `output`. Then
-    /// 16-bit scalars accumulate in f32, and everything else in its own type
-    /// (an i32 *output* accumulates in i32 on CUDA; an i32 *input* summed by
-    /// default reads an i64 copy).
+    /// The kernel this crate runs for an input of `input` summed into
+    /// `output`: it reads the input as it is and casts each element to the
+    /// output's accumulator in `reduce` (`arg_t`: f32 for 16-bit floats and
+    /// f32, f64, i64 for integers and bool), then casts to `output` in
+    /// `project`.
+    ///
+    /// PyTorch differs for mixed dtypes (an i32 input summed to i64, most
+    /// `dtype=` casts): `make_reduction_from_out_ty` first copies the whole
+    /// input to the output dtype, one more kernel and a full-size
+    /// temporary. Fusing the cast gives the same values (for an i32 output,
+    /// i64 accumulation truncated at the end equals PyTorch's wrapping i32
+    /// accumulation) with one pass over the input. Same-dtype sums, the f16/
+    /// bf16 → f32 sums and every recorded PyTorch launch are unaffected.
     pub fn for_sum(input: DType, output: DType) -> KernelTypes {
-        let lowp_to_f32 = matches!(input, DType::F16 | DType::BF16) && output == DType::F32;
-        let scalar = if lowp_to_f32 { input } else { output };
-        let acc = match scalar {
-            DType::F16 | DType::BF16 => DType::F32,
-            other => other,
-        };
         let vt0 = 4;
-        let input_vec_size = if scalar.size_in_bytes() == 2 { 8 } else { vt0 };
+        // PyTorch PR #165055: 16-bit inputs load 8 elements (16 bytes) at once.
+        let input_vec_size = if input.size_in_bytes() == 2 { 8 } else { vt0 };
         KernelTypes {
-            scalar,
-            acc,
+            scalar: input,
+            acc: output.accumulator(),
             out: output,
             vt0,
             input_vec_size,
@@ -276,18 +274,23 @@ impl KernelTypes {
         }
     }
 
-    /// `can_accumulate_in_output` of `gpu_reduce_kernel`: false for
-    /// half→half and bf16→bf16, which would round every partial sum.
+    /// `can_accumulate_in_output` of `gpu_reduce_kernel`: whether a partial
+    /// sum can wait in the output between the launches of a split. PyTorch
+    /// says no for half→half and bf16→bf16 (every partial would round);
+    /// with the cast fused into the kernel the general rule is that the
+    /// output must be the accumulator type (an i32 output cannot hold an
+    /// i64 partial either).
     pub fn can_accumulate_in_output(&self) -> bool {
-        !(self.scalar == self.out && matches!(self.out, DType::F16 | DType::BF16))
+        self.out == self.acc
     }
 }
 
 impl ReducePlan {
-    /// Plans the launches PyTorch's `gpu_reduce_kernel` would make for
-    /// `iter` (built for an input of `input_dtype` and an output of
-    /// `output_dtype`) on a device with `props`: the dtype dispatch, the
-    /// 32-bit split, and one `setReduceConfig` per sub-iterator.
+    /// Plans the launches for `iter` (built for an input of `input_dtype` and
+    /// an output of `output_dtype`) on a device with `props`, as PyTorch's
+    /// `gpu_reduce_kernel` does: the kernel's types ([`KernelTypes::for_sum`]),
+    /// the 32-bit split, and one `setReduceConfig` per sub-iterator. This is
+    /// exactly what the CUDA backend launches.
     ///
     /// An iterator with no elements plans zero launches.
     ///
@@ -311,11 +314,6 @@ impl ReducePlan {
         check_element_size(iter, TensorIterator::INPUT, "input", input_dtype)?;
         check_element_size(iter, TensorIterator::OUTPUT, "output", output_dtype)?;
         let kernel = KernelTypes::for_sum(input_dtype, output_dtype);
-        let input_cast = (kernel.scalar != input_dtype).then_some(kernel.scalar);
-        let kernel_iter = match input_cast {
-            Some(dtype) => cast_copy_iter(iter, dtype),
-            None => iter.clone(),
-        };
         let mut plan = ReducePlan {
             iter: iter.clone(),
             input_dtype,
@@ -326,39 +324,20 @@ impl ReducePlan {
             needs_acc_buffer: false,
             acc_buffer_bytes: 0,
             kernel,
-            input_cast,
-            kernel_iter,
         };
-        if plan.kernel_iter.numel() == 0 {
+        if iter.numel() == 0 {
             return Ok(plan);
         }
-        let sub_iters = split_32bit(&plan.kernel_iter, MAX_LAUNCHES)?;
-        plan.needs_acc_buffer =
-            !kernel.can_accumulate_in_output() && !plan.kernel_iter.can_use_32bit_indexing();
+        let sub_iters = split_32bit(iter, MAX_LAUNCHES)?;
+        plan.needs_acc_buffer = !kernel.can_accumulate_in_output() && sub_iters.len() > 1;
         if plan.needs_acc_buffer {
-            plan.acc_buffer_bytes = acc_buffer_bytes(&plan.kernel_iter, kernel.acc);
+            plan.acc_buffer_bytes = acc_buffer_bytes(iter, kernel.acc);
         }
         plan.launches = sub_iters
             .into_iter()
             .map(|sub| plan_launch(sub, &kernel, props))
             .collect();
         Ok(plan)
-    }
-
-    /// The caller's tensor dims behind dim `d` of [`ReducePlan::kernel_iter`]
-    /// (and of every launch's iterator), fastest first.
-    pub fn tensor_dims(&self, d: usize) -> Vec<usize> {
-        if self.input_cast.is_none() {
-            return self.iter.source_dims(d).to_vec();
-        }
-        // The cast iterator was built over the caller's iterator dims in
-        // reverse order; map its sources back through that.
-        let n = self.iter.ndim();
-        self.kernel_iter
-            .source_dims(d)
-            .iter()
-            .flat_map(|&p| self.iter.source_dims(n - 1 - p).to_vec())
-            .collect()
     }
 }
 
@@ -384,7 +363,7 @@ fn plan_launch(iter: TensorIterator, kernel: &KernelTypes, props: &DeviceProps) 
         grid: config.grid(),
         block: config.block(),
         shared_memory_bytes: config.shared_memory_size(),
-        staging_bytes: config.global_memory_size(),
+        staging_bytes: config.staging_size(),
         semaphore_bytes: config.semaphore_size(),
         base_idx,
         decisions,
@@ -427,111 +406,4 @@ fn acc_buffer_bytes(iter: &TensorIterator, acc: DType) -> u64 {
         .map(|(&n, &s)| n as u64 * s.unsigned_abs())
         .fold(out_elt, u64::max);
     footprint / out_elt * acc.size_in_bytes() as u64
-}
-
-/// The element strides `Tensor::to(dtype)` gives its copy
-/// (`MemoryFormat::Preserve`): the same strides when the input is
-/// non-overlapping and dense, otherwise dense strides in the input's stride
-/// order (`infer_dense_strides`).
-pub fn preserve_format_strides(shape: &[usize], strides: &[isize]) -> Vec<isize> {
-    if is_non_overlapping_and_dense(shape, strides) {
-        strides.to_vec()
-    } else {
-        infer_dense_strides(shape, strides)
-    }
-}
-
-/// `TensorImpl::compute_non_overlapping_and_dense`.
-fn is_non_overlapping_and_dense(shape: &[usize], strides: &[isize]) -> bool {
-    if shape.len() == 1 {
-        return shape[0] < 2 || strides[0] == 1;
-    }
-    let mut perm: Vec<usize> = (0..shape.len()).collect();
-    // Size-0/1 dims last, the rest by ascending stride.
-    perm.sort_by_key(|&d| (shape[d] < 2, strides[d]));
-    let mut require = 1isize;
-    for &d in &perm {
-        if shape[d] < 2 {
-            return true;
-        }
-        if strides[d] != require {
-            return false;
-        }
-        require *= shape[d] as isize;
-    }
-    true
-}
-
-/// `at::infer_dense_strides`: dense strides following the input's stride
-/// order, with TensorIterator's tie rules (0 strides are ambiguous).
-fn infer_dense_strides(shape: &[usize], strides: &[isize]) -> Vec<isize> {
-    let n = shape.len();
-    let mut perm: Vec<usize> = (0..n).rev().collect();
-    let should_swap = |d0: usize, d1: usize| -> std::cmp::Ordering {
-        use std::cmp::Ordering::*;
-        let (s0, s1) = (strides[d0], strides[d1]);
-        if s0 == 0 || s1 == 0 {
-            return Equal;
-        }
-        match s0.cmp(&s1) {
-            Equal if shape[d0] > shape[d1] => Greater,
-            Equal => Equal,
-            other => other,
-        }
-    };
-    for i in 1..n {
-        let mut dim1 = i;
-        for dim0 in (0..i).rev() {
-            match should_swap(perm[dim0], perm[dim1]) {
-                std::cmp::Ordering::Greater => {
-                    perm.swap(dim0, dim1);
-                    dim1 = dim0;
-                }
-                std::cmp::Ordering::Less => break,
-                std::cmp::Ordering::Equal => {}
-            }
-        }
-    }
-    let mut out = vec![0isize; n];
-    let mut curr = 1isize;
-    for &d in &perm {
-        out[d] = curr;
-        if shape[d] > 1 {
-            curr *= shape[d] as isize;
-        }
-    }
-    out
-}
-
-/// The iterator over `iter`'s input copied to `dtype` as `Tensor::to` does
-/// (preserve format, offset 0), reduced into the same output.
-///
-/// The caller's tensor dims are gone by now, but each iterator dim is a
-/// group of them that stays mergeable in the copy, so the copy is rebuilt
-/// over those groups taken as a tensor in reverse order (slowest first),
-/// which reproduces the output's contiguous strides.
-fn cast_copy_iter(iter: &TensorIterator, dtype: DType) -> TensorIterator {
-    let elt = iter.element_size(TensorIterator::INPUT) as i64;
-    let shape: Vec<usize> = iter.shape().iter().rev().copied().collect();
-    let strides: Vec<isize> = iter
-        .strides(TensorIterator::INPUT)
-        .iter()
-        .rev()
-        .map(|&s| (s / elt) as isize)
-        .collect();
-    let mask: Vec<bool> = iter
-        .strides(TensorIterator::OUTPUT)
-        .iter()
-        .rev()
-        .map(|&s| s == 0)
-        .collect();
-    let dense = preserve_format_strides(&shape, &strides);
-    TensorIterator::reduction(
-        &shape,
-        &dense,
-        0,
-        dtype.size_in_bytes(),
-        iter.element_size(TensorIterator::OUTPUT),
-        &mask,
-    )
 }

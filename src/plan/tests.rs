@@ -215,8 +215,10 @@ fn cta_split_of_columns_stages_every_lane() {
         (1, 32, [1, 32, 1], [32, 16, 1])
     );
     assert!(!c.should_block_x_reduce());
-    // 4 B x 32 outputs x 32 CTAs x 32 lanes.
-    assert_eq!(l.staging_bytes, 4 * 32 * 32 * 32);
+    // PyTorch's global_memory_size: 4 B x 32 outputs x 32 CTAs x 32 lanes;
+    // the slots the kernel addresses: 4 B x 1 grid column x 32 CTAs x 32 lanes.
+    assert_eq!(c.global_memory_size(), 4 * 32 * 32 * 32);
+    assert_eq!(l.staging_bytes, 4 * 32 * 32);
     assert_eq!(c.staging_memory_offset(5, [3, 0, 0], [0, 5, 0]), 3 + 5 * 32);
 }
 
@@ -257,9 +259,11 @@ fn empty_input_plans_no_launch() {
 }
 
 #[test]
-fn sum_dispatch_follows_reduce_sum_prod_kernel() {
+fn kernel_types_read_the_input_and_accumulate_in_the_outputs_acc_type() {
     use DType::*;
-    // (input, output) -> (scalar_t, arg_t, input_vec_size, can_accumulate_in_output)
+    // (input, output) -> (scalar_t, arg_t, input_vec_size, can_accumulate_in_output).
+    // Same-dtype and 16-bit → f32 rows are PyTorch's `ReduceSumProdKernel.cu`
+    // instantiations; mixed rows fuse the cast PyTorch does as a copy.
     for (input, output, scalar, acc, vec, can_acc) in [
         (F16, F16, F16, F32, 8, false),
         (BF16, BF16, BF16, F32, 8, false),
@@ -267,13 +271,14 @@ fn sum_dispatch_follows_reduce_sum_prod_kernel() {
         (BF16, F32, BF16, F32, 8, true),
         (F32, F32, F32, F32, 4, true),
         (F64, F64, F64, F64, 4, true),
-        (I32, I64, I64, I64, 4, true),
-        (U8, I64, I64, I64, 4, true),
-        (Bool, I64, I64, I64, 4, true),
+        (I32, I64, I32, I64, 4, true),
+        (U8, I64, U8, I64, 4, true),
+        (Bool, I64, Bool, I64, 4, true),
         (I64, I64, I64, I64, 4, true),
-        (F32, F16, F16, F32, 8, false),
-        (F32, F64, F64, F64, 4, true),
-        (I64, I32, I32, I32, 4, true),
+        (F32, F16, F32, F32, 4, false),
+        (F32, F64, F32, F64, 4, true),
+        (I64, I32, I64, I64, 4, false),
+        (F16, I64, F16, I64, 8, true),
     ] {
         let k = KernelTypes::for_sum(input, output);
         assert_eq!(
@@ -286,28 +291,33 @@ fn sum_dispatch_follows_reduce_sum_prod_kernel() {
 }
 
 #[test]
-fn integer_sums_plan_on_the_i64_copy() {
-    // An i32 view starting 1 element in: PyTorch reduces a dense i64 copy at
-    // offset 0, so the output vectorization is not lost (f32 would get 1).
+fn integer_sums_read_the_input_in_place() {
+    // An i32 view starting 1 element in: the kernel reads the i32 data where
+    // it is, so the offset costs the output vectorization, as it would for f32.
     let p = plan(&[32, 64], &[64, 1], 1, &[0], DType::I32);
-    assert_eq!(p.input_cast, Some(DType::I64));
-    assert_eq!(p.kernel_iter.data_offset(TensorIterator::INPUT), 0);
-    assert_eq!(p.kernel_iter.strides(TensorIterator::INPUT), &[512, 8]);
-    assert_eq!(only(&p).config.output_vec_size, 4);
+    assert_eq!(p.kernel.scalar, DType::I32);
+    assert_eq!(p.iter.data_offset(TensorIterator::INPUT), 4);
+    assert_eq!(only(&p).config.output_vec_size, 1);
     assert_eq!(only(&p).config.element_size_bytes, 8);
-    // A stepped i32 view becomes dense in the copy and coalesces.
-    let p = plan(&[4, 8], &[32, 2], 0, &[0, 1], DType::I32);
-    assert_eq!(p.iter.ndim(), 2);
-    assert_eq!(p.kernel_iter.shape(), &[32]);
-    assert_eq!(p.tensor_dims(0), vec![1, 0]);
+    let aligned = plan(&[32, 64], &[64, 1], 4, &[0], DType::I32);
+    assert_eq!(only(&aligned).config.output_vec_size, 4);
 }
 
 #[test]
-fn preserve_format_keeps_dense_layouts_and_densifies_the_rest() {
-    assert_eq!(preserve_format_strides(&[3, 4], &[1, 3]), vec![1, 3]);
-    assert_eq!(preserve_format_strides(&[3, 4], &[8, 2]), vec![4, 1]);
-    assert_eq!(preserve_format_strides(&[3, 4], &[2, 12]), vec![1, 3]);
-    assert_eq!(preserve_format_strides(&[3, 4], &[0, 1]), vec![4, 1]);
+fn staging_is_sized_to_the_slots_the_kernel_addresses() {
+    // [64, 4096, 64] bf16 summed over dim 1: PyTorch's global_memory_size
+    // counts every output times every CTA; the kernel addresses one slot of
+    // output_vec_size accumulators per (CTA, lane).
+    let p = plan(&[64, 4096, 64], &[262144, 64, 1], 0, &[1], DType::BF16);
+    let c = only(&p).config;
+    assert!(c.should_global_reduce() && !c.should_block_x_reduce());
+    let [gx, gy, _] = c.grid();
+    let slots = u64::from(gx) * u64::from(gy) * u64::from(c.block_width);
+    assert_eq!(
+        only(&p).staging_bytes,
+        slots * 4 * u64::from(c.output_vec_size)
+    );
+    assert!(only(&p).staging_bytes < c.global_memory_size());
 }
 
 #[test]

@@ -252,6 +252,10 @@ impl Tensor {
         if device == self.device() {
             return Ok(self.clone());
         }
+        if self.numel() == 0 {
+            // Nothing to copy; an empty view's offset may lie past its storage.
+            return Tensor::zeros(&self.shape, self.dtype, device);
+        }
         let (lo, hi) = self.storage_span();
         let esize = self.dtype.size_in_bytes();
         let lo_aligned = lo - (lo * esize % 16) / esize;
