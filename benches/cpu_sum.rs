@@ -13,6 +13,7 @@ mod common;
 use common::{check, gbs, median, values_f64, Args, Case};
 use ndarray::{ArrayD, ArrayViewD, Axis, IxDyn};
 use num_traits::Zero;
+use rayon::prelude::*;
 use serde_json::json;
 use std::hint::black_box;
 use std::process::ExitCode;
@@ -68,6 +69,24 @@ impl Plan {
     }
 }
 
+/// What this machine reads at the moment: a plain multithreaded sum of
+/// contiguous f32 (16 independent lanes, no tree), over the same number of
+/// bytes as a case, in the same run. The machine is shared and its memory
+/// speed varies; this column says how much of a miss is the machine's.
+fn plain_read(x: &[f32]) -> f32 {
+    x.par_chunks(1 << 16)
+        .map(|c| {
+            let mut acc = [0f32; 16];
+            for v in c.chunks_exact(16) {
+                for j in 0..16 {
+                    acc[j] += v[j];
+                }
+            }
+            acc.iter().sum::<f32>()
+        })
+        .sum()
+}
+
 /// ndarray's multi-dim sum: `sum_axis` chained from the highest dim down, so
 /// that the remaining dims keep their indices.
 fn nd_sum<A: Clone + Zero + std::ops::Add<Output = A>>(
@@ -92,6 +111,7 @@ fn nd_view<'a, A>(base: &'a ArrayD<A>, case: &Case) -> ArrayViewD<'a, A> {
 struct Row {
     case: Case,
     ours_us: f64,
+    plain_gbs: Option<f64>,
     nd_us: Option<f64>,
     ok: bool,
     worst_err_over_tol: f64,
@@ -131,6 +151,7 @@ fn run_case(case: &Case, plan: &Plan) -> tensor_reduce::Result<Row> {
         return Ok(Row {
             case: case.clone(),
             ours_us: f64::NAN,
+            plain_gbs: None,
             nd_us: None,
             ok: false,
             worst_err_over_tol: c.worst_err_over_tol,
@@ -166,6 +187,7 @@ fn run_case(case: &Case, plan: &Plan) -> tensor_reduce::Result<Row> {
     Ok(Row {
         case: case.clone(),
         ours_us,
+        plain_gbs: None,
         nd_us,
         ok: true,
         worst_err_over_tol: c.worst_err_over_tol,
@@ -215,14 +237,31 @@ fn main() -> ExitCode {
     );
 
     let started = Instant::now();
+    let max_bytes = cases
+        .iter()
+        .map(|c| c.input_bytes as usize)
+        .max()
+        .unwrap_or(0);
+    let plain_buf: Vec<f32> = (0..max_bytes.div_ceil(4).max(16))
+        .into_par_iter()
+        .map(|i| (i % 7) as f32 - 3.0)
+        .collect();
     let mut rows = Vec::new();
     for case in &cases {
         let t = Instant::now();
         let row = match run_case(case, &plan) {
-            Ok(row) => row,
+            Ok(mut row) => {
+                let n = (case.input_bytes as usize / 4).clamp(16, plain_buf.len());
+                let us = median(&plan.time(|| {
+                    black_box(plain_read(black_box(&plain_buf[..n])));
+                }));
+                row.plain_gbs = Some(gbs(4 * n as u64, us));
+                row
+            }
             Err(e) => Row {
                 case: case.clone(),
                 ours_us: f64::NAN,
+                plain_gbs: None,
                 nd_us: None,
                 ok: false,
                 worst_err_over_tol: f64::NAN,
@@ -244,8 +283,8 @@ fn main() -> ExitCode {
     }
 
     println!();
-    println!("| case | dtype | input MB | ours µs | ours GB/s | ndarray µs | ndarray GB/s | ours/ndarray (speed) | ≥ {GOAL_GBS} GB/s goal |");
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---|");
+    println!("| case | dtype | input MB | ours µs | ours GB/s | plain read GB/s | ndarray µs | ndarray GB/s | ours/ndarray (speed) | ≥ {GOAL_GBS} GB/s goal |");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---|");
     for r in &rows {
         let b = r.case.input_bytes;
         let (ours_us, ours_gbs) = if r.ok {
@@ -265,10 +304,11 @@ fn main() -> ExitCode {
             _ => ("–".into(), "–".into(), "–".into()),
         };
         println!(
-            "| {} | {} | {:.1} | {ours_us} | {ours_gbs} | {nd_us} | {nd_gbs} | {ratio} | {} |",
+            "| {} | {} | {:.1} | {ours_us} | {ours_gbs} | {} | {nd_us} | {nd_gbs} | {ratio} | {} |",
             r.case.name,
             r.case.dtype.name(),
             b as f64 / 1e6,
+            r.plain_gbs.map_or("–".into(), |g| format!("{g:.1}")),
             goal_cell(r)
         );
     }
@@ -293,6 +333,7 @@ fn main() -> ExitCode {
             "benchmark": "cpu_sum",
             "commit": common::git_commit(),
             "threads": threads,
+            "date_unix": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
             "quick": args.quick,
             "goal_gbs": GOAL_GBS,
             "cases": rows.iter().map(|r| json!({
@@ -301,6 +342,7 @@ fn main() -> ExitCode {
                 "input_bytes": r.case.input_bytes,
                 "our_us": if r.ok { Some(r.ours_us) } else { None },
                 "gbs": if r.ok { Some(gbs(r.case.input_bytes, r.ours_us)) } else { None },
+                "plain_read_gbs": r.plain_gbs,
                 "ndarray_us": r.nd_us,
                 "ok": r.ok,
                 "worst_err_over_tol": r.worst_err_over_tol,
