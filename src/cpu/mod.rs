@@ -27,8 +27,11 @@ use std::sync::Arc;
 
 /// Elements summed sequentially (over 8 lanes) at the bottom of the pairwise tree.
 const LEAF: usize = 1024;
-/// Outputs one column tile carries in registers.
-const TILE: usize = 64;
+/// Outputs one column tile accumulates: 4 KiB of f32 accumulators, so each
+/// input row of a tile is a page-sized contiguous read. Narrower tiles walk
+/// the input in short pieces one row stride apart, and each piece then costs
+/// a TLB miss and a prefetcher restart (64 outputs made outer_8k_8k 3x slower).
+const TILE: usize = 1024;
 /// Rows a column tile adds sequentially at the bottom of its pairwise tree.
 const OUTER_LEAF_ROWS: usize = 128;
 /// Work (elements) below which a subtree is not split across threads.
@@ -213,42 +216,42 @@ fn reduce_outer<T: CpuElement, A: Acc>(data: &[T], l: &Layout) -> Vec<A> {
                 .par_chunks_mut(TILE)
                 .enumerate()
                 .for_each(|(t, out_tile)| {
-                    let start = base + t * TILE;
-                    let acc =
-                        outer_tree::<T, A>(data, start, out_tile.len(), &l.reduce, 0, l.num_inputs);
-                    out_tile.copy_from_slice(&acc[..out_tile.len()]);
+                    outer_tree::<T, A>(data, base + t * TILE, &l.reduce, 0, l.num_inputs, out_tile);
                 });
         });
     out
 }
 
-/// Pairwise sum, over reduce indices `lo..hi`, of input rows of `w` contiguous outputs.
+/// Pairwise sum, over reduce indices `lo..hi`, of input rows of `acc.len()`
+/// contiguous outputs, written to `acc`.
 fn outer_tree<T: CpuElement, A: Acc>(
     data: &[T],
     start: usize,
-    w: usize,
     dims: &[(usize, usize)],
     lo: usize,
     hi: usize,
-) -> [A; TILE] {
+    acc: &mut [A],
+) {
+    let w = acc.len();
     if hi - lo <= OUTER_LEAF_ROWS {
-        let mut acc = [A::ZERO; TILE];
+        acc.fill(A::ZERO);
         for k in lo..hi {
             let row = start + Layout::offset(dims, k);
-            T::accumulate_row(&data[row..row + w], &mut acc[..w]);
+            T::accumulate_row(&data[row..row + w], acc);
         }
-        return acc;
+        return;
     }
     let mid = lo + (hi - lo) / 2;
-    let (mut a, b) = maybe_join(
+    // One buffer per tree node; a leaf below it reads far more than this.
+    let mut right = vec![A::ZERO; w];
+    maybe_join(
         (hi - lo) * w,
-        || outer_tree::<T, A>(data, start, w, dims, lo, mid),
-        || outer_tree::<T, A>(data, start, w, dims, mid, hi),
+        || outer_tree::<T, A>(data, start, dims, lo, mid, acc),
+        || outer_tree::<T, A>(data, start, dims, mid, hi, &mut right),
     );
-    for (x, y) in a.iter_mut().zip(b) {
+    for (x, &y) in acc.iter_mut().zip(&right) {
         *x = x.add(y);
     }
-    a
 }
 
 /// Where the pairwise tree splits `n` elements: the half, rounded to a
