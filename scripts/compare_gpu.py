@@ -8,11 +8,13 @@ the median of 50, so the host-side cost of the call counts.
 
 Usage on a GPU machine (torch and cupy installed):
 
-    python3 scripts/compare_gpu.py --run-ours "cargo bench --bench gpu_sum --" \
-        --ours target/gpu_sum.json --out target/gpu_table.md
+    python3 scripts/compare_gpu.py --run-ours auto --ours gpu_sum.json --out gpu_table.md
 
 `--run-ours CMD` runs `CMD --json OURS` first (omit it to merge an existing
-JSON). `--dry-run` needs neither torch, cupy nor a GPU: it prints the case list
+JSON); `auto` is the bench binary staged by the GPU bundle
+(.gpu/bin/bench-gpu_sum-*) when there is one, else
+`cargo bench --bench gpu_sum --`. The bench needs libnvrtc.so.13; where the
+loader does not find it, the script looks for it as the bundle's run.sh does. `--dry-run` needs neither torch, cupy nor a GPU: it prints the case list
 and, with `--ours`, the table with empty peer columns.
 """
 
@@ -41,6 +43,43 @@ DASH = "–"
 def load_suite(path):
     with open(path) as f:
         return json.load(f)["cases"]
+
+
+def our_bench_command(spec):
+    """The command that runs our benchmark, from --run-ours."""
+    if spec != "auto":
+        return shlex.split(spec)
+    staged = sorted((ROOT / ".gpu" / "bin").glob("bench-gpu_sum-*"))
+    if staged:
+        return [str(staged[0])]
+    return ["cargo", "bench", "--bench", "gpu_sum", "--"]
+
+
+def nvrtc_env():
+    """The environment for our bench, with libnvrtc.so.13 on the loader path
+    when the loader does not find it by name (cudarc dlopens it by name)."""
+    import ctypes
+    import glob
+    import site
+
+    env = dict(os.environ)
+    try:
+        ctypes.CDLL("libnvrtc.so.13")
+        return env
+    except OSError:
+        pass
+    # Where CUDA toolkits and the pip wheels (torch's nvidia-* packages) put it.
+    patterns = ["/usr/local/cuda*/lib64", "/usr/local/cuda*/targets/*/lib", "/usr/lib/x86_64-linux-gnu", "/opt/*/lib*"]
+    patterns += [os.path.join(p, "nvidia", "*", "lib") for p in site.getsitepackages()]
+    for pattern in patterns:
+        for lib_dir in sorted(glob.glob(pattern)):
+            hits = sorted(glob.glob(os.path.join(lib_dir, "libnvrtc.so.13*")))
+            if hits:
+                env["LD_LIBRARY_PATH"] = lib_dir + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+                print(f"libnvrtc: {hits[0]}", file=sys.stderr)
+                return env
+    print("libnvrtc.so.13 not found; our bench may fail to compile its kernels", file=sys.stderr)
+    return env
 
 
 def parse_view(view):
@@ -278,7 +317,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--suite", default=str(ROOT / "benches" / "suite.json"))
     ap.add_argument("--ours", help="JSON written by `gpu_sum --json` (merged into the table)")
-    ap.add_argument("--run-ours", metavar="CMD", help="run `CMD --json OURS` first (e.g. \"cargo bench --bench gpu_sum --\")")
+    ap.add_argument("--run-ours", metavar="CMD", help="run `CMD --json OURS` first; `auto`: the bundle's staged bench, else cargo bench")
     ap.add_argument("--out", help="also write the markdown table to this file")
     ap.add_argument("--peers-json", help="also write the peers' raw numbers to this file")
     ap.add_argument("--warmup", type=int, default=5)
@@ -292,9 +331,9 @@ def main():
     if args.run_ours:
         if not args.ours:
             ap.error("--run-ours needs --ours PATH")
-        cmd = shlex.split(args.run_ours) + ["--json", args.ours] + args.cases
+        cmd = our_bench_command(args.run_ours) + ["--json", str(Path(args.ours).resolve())] + args.cases
         print(f"running: {shlex.join(cmd)}", file=sys.stderr)
-        rc = subprocess.run(cmd, cwd=ROOT).returncode
+        rc = subprocess.run(cmd, cwd=ROOT, env=nvrtc_env()).returncode
         if rc != 0:
             print(f"our benchmark exited with {rc}; merging what it wrote", file=sys.stderr)
             status = 1
