@@ -38,9 +38,19 @@ pub fn device_count() -> usize {
         .unwrap_or(0)
 }
 
-/// The (primary) context of device `ordinal`, created once per process.
+/// The (primary) context of device `ordinal`, created once per process and
+/// set up for this crate's one-stream use (see [`configure`]). The common
+/// case, a context already made, is one map lookup: this is on every call's
+/// path.
 pub(crate) fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
     static CONTEXTS: OnceLock<Mutex<HashMap<usize, Arc<CudaContext>>>> = OnceLock::new();
+    let mut map = CONTEXTS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(ctx) = map.get(&ordinal) {
+        return Ok(ctx.clone());
+    }
     if !driver_present() {
         return Err(Error::CudaUnavailable(
             "the CUDA driver library (libcuda) could not be loaded".into(),
@@ -52,18 +62,47 @@ pub(crate) fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
             "device {ordinal} requested but {count} CUDA device(s) present"
         )));
     }
-    let mut map = CONTEXTS
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    if let Some(ctx) = map.get(&ordinal) {
-        return Ok(ctx.clone());
-    }
     let ctx = CudaContext::new(ordinal).map_err(|e| {
         Error::CudaUnavailable(format!("creating a context on device {ordinal}: {e}"))
     })?;
+    configure(&ctx, ordinal)?;
     map.insert(ordinal, ctx.clone());
     Ok(ctx)
+}
+
+/// Two settings that take host time off every call:
+/// - cudarc's event tracking is off. It creates two events per allocation
+///   and records one per kernel argument so that buffers can be shared
+///   between streams safely; every tensor of a device here lives and runs on
+///   the context's default stream, whose order alone keeps them safe.
+/// - the device's default memory pool keeps what is freed (release
+///   threshold at its maximum), so allocating an output is a pool hit, as
+///   with PyTorch's caching allocator, instead of a trip to the driver.
+fn configure(ctx: &Arc<CudaContext>, ordinal: usize) -> Result<()> {
+    use cudarc::driver::sys;
+    // SAFETY: see above; no stream but the default one is ever used with
+    // this context's buffers.
+    unsafe { ctx.disable_event_tracking() };
+    if ctx.has_async_alloc() {
+        let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+        let mut threshold = u64::MAX;
+        // SAFETY: plain driver calls on a live context's device, with valid
+        // out-pointers.
+        unsafe {
+            sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device())
+                .result()
+                .and_then(|_| {
+                    sys::cuMemPoolSetAttribute(
+                        pool,
+                        sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                        &mut threshold as *mut u64 as *mut std::ffi::c_void,
+                    )
+                    .result()
+                })
+        }
+        .map_err(|e| driver_error(ordinal, 0, "configuring the memory pool", e))?;
+    }
+    Ok(())
 }
 
 /// Maps a driver error to the crate's error, singling out out-of-memory so
