@@ -273,6 +273,30 @@ struct ReduceOp {
       value_list[i] = ident();
     }
 
+    // Issue kLoadsInFlight vector loads before adding any of them: HBM3e
+    // needs several 16-byte loads in flight per thread to reach its
+    // bandwidth, and the loop below alone keeps one. Each accumulator still
+    // receives its values in the same order, so the sum is bitwise the one
+    // the plain loop (and PyTorch) computes.
+    constexpr int kLoadsInFlight = 4;
+    while (((uint64_t)idx + (uint64_t)(kLoadsInFlight - 1) * stride) * input_vec_size + input_vec_size - 1 <
+           (uint64_t)end) {
+      load_t batch[kLoadsInFlight];
+#pragma unroll
+      for (int u = 0; u < kLoadsInFlight; u++) {
+        batch[u] = vectors[idx + u * stride];
+      }
+#pragma unroll
+      for (int u = 0; u < kLoadsInFlight; u++) {
+#pragma unroll
+        for (int i = 0; i < input_vec_size; i++) {
+          value_list[i] =
+              op.reduce(value_list[i], batch[u].val[i], (int64_t)shift + (int64_t)(idx + u * stride) * input_vec_size + i);
+        }
+      }
+      idx += kLoadsInFlight * stride;
+    }
+
     while ((uint64_t)idx * input_vec_size + input_vec_size - 1 < (uint64_t)end) {
       const load_t values_vec = vectors[idx];
 #pragma unroll
@@ -463,6 +487,46 @@ struct ReduceOp {
   // partial in the staging buffer; the last CTA reads all of them back in
   // CTA index order (not arrival order, which would make the sum depend on
   // scheduling), then reduces them within the block as in run().
+  // The last CTA's fold of the staged partials: slots first, first + step,
+  // ... below ctas_per_output, in that order. With many CTAs (a column sum
+  // over few outputs has thousands) each thread folds hundreds of slots, and
+  // a loop that waits for each load before issuing the next is a chain of
+  // L2 round trips; issuing kLoadsInFlight loads before combining keeps the
+  // order, so the result is bitwise the plain loop's.
+  template <int output_vec_size>
+  __device__ __forceinline__ Array<arg_t, output_vec_size> combine_staged(Array<arg_t, output_vec_size> value,
+                                                                         const Array<arg_t, output_vec_size>* buf,
+                                                                         uint32_t first, uint32_t step) const {
+    using arg_vec_t = Array<arg_t, output_vec_size>;
+    const ReduceConfig& config = this->config();
+    const ops_t op = ops();
+    constexpr uint32_t kLoadsInFlight = 4;
+    uint32_t offset = first;
+    for (; (uint64_t)offset + (kLoadsInFlight - 1) * (uint64_t)step < config.ctas_per_output;
+         offset += kLoadsInFlight * step) {
+      arg_vec_t batch[kLoadsInFlight];
+#pragma unroll
+      for (uint32_t u = 0; u < kLoadsInFlight; u++) {
+        batch[u] = buf[config.staging_memory_offset(offset + u * step)];
+      }
+#pragma unroll
+      for (uint32_t u = 0; u < kLoadsInFlight; u++) {
+#pragma unroll
+        for (int i = 0; i < output_vec_size; i++) {
+          value[i] = op.combine(value[i], batch[u][i]);
+        }
+      }
+    }
+    for (; offset < config.ctas_per_output; offset += step) {
+      arg_vec_t next = buf[config.staging_memory_offset(offset)];
+#pragma unroll
+      for (int i = 0; i < output_vec_size; i++) {
+        value[i] = op.combine(value[i], next[i]);
+      }
+    }
+    return value;
+  }
+
   template <int output_vec_size>
   __device__ __forceinline__ void global_reduce(Array<arg_t, output_vec_size> value,
                                                 Array<arg_t, output_vec_size>* acc,
@@ -489,25 +553,10 @@ struct ReduceOp {
         value[i] = ident();
       }
       if (config.should_block_x_reduce()) {
-        uint32_t input_offset = threadIdx.x + threadIdx.y * blockDim.x;
-        const uint32_t step = blockDim.x * blockDim.y;
-        for (; input_offset < config.ctas_per_output; input_offset += step) {
-          arg_vec_t next = reduce_buffer[config.staging_memory_offset(input_offset)];
-#pragma unroll
-          for (int i = 0; i < output_vec_size; i++) {
-            value[i] = op.combine(value[i], next[i]);
-          }
-        }
+        value = combine_staged<output_vec_size>(value, reduce_buffer, threadIdx.x + threadIdx.y * blockDim.x,
+                                                blockDim.x * blockDim.y);
       } else {
-        uint32_t input_offset = threadIdx.y;
-        const uint32_t step = blockDim.y;
-        for (; input_offset < config.ctas_per_output; input_offset += step) {
-          arg_vec_t next = reduce_buffer[config.staging_memory_offset(input_offset)];
-#pragma unroll
-          for (int i = 0; i < output_vec_size; i++) {
-            value[i] = op.combine(value[i], next[i]);
-          }
-        }
+        value = combine_staged<output_vec_size>(value, reduce_buffer, threadIdx.y, blockDim.y);
       }
       value = block_y_reduce<output_vec_size>(value, shared_memory);
       if (config.should_block_x_reduce()) {
