@@ -76,10 +76,16 @@ const BLOCK: usize = 1024;
 /// conversion (one feature check per block); bf16 is the top half of an f32,
 /// so it converts with a shift (see [`bf16_to_f32`]).
 pub(crate) trait CpuElement: Element {
+    /// Converts one element to the accumulator type.
+    #[inline(always)]
+    fn widen<A: Acc>(self) -> A {
+        A::from_elem(self)
+    }
+
     /// Adds `x[i]` into lane `i % 8`.
     #[inline(always)]
     fn accumulate_contiguous<A: Acc>(x: &[Self], lanes: &mut [A; 8]) {
-        accumulate_lanes(x, lanes, A::from_elem);
+        accumulate_lanes(x, lanes, Self::widen);
     }
 
     /// Adds `data[start + i * stride]` for `i < n` into lane `i % 8`.
@@ -92,7 +98,7 @@ pub(crate) trait CpuElement: Element {
         lanes: &mut [A; 8],
     ) {
         for i in 0..n {
-            lanes[i % 8] = lanes[i % 8].add(A::from_elem(data[start + i * stride]));
+            lanes[i % 8] = lanes[i % 8].add(data[start + i * stride].widen());
         }
     }
 
@@ -100,7 +106,7 @@ pub(crate) trait CpuElement: Element {
     #[inline(always)]
     fn accumulate_row<A: Acc>(x: &[Self], acc: &mut [A]) {
         for (a, &v) in acc.iter_mut().zip(x) {
-            *a = a.add(A::from_elem(v));
+            *a = a.add(v.widen());
         }
     }
 }
@@ -163,28 +169,8 @@ fn bf16_to_f32(x: bf16) -> f32 {
 
 impl CpuElement for bf16 {
     #[inline(always)]
-    fn accumulate_contiguous<A: Acc>(x: &[Self], lanes: &mut [A; 8]) {
-        accumulate_lanes(x, lanes, |v| A::from_elem(bf16_to_f32(v)));
-    }
-
-    #[inline(always)]
-    fn accumulate_strided<A: Acc>(
-        data: &[Self],
-        start: usize,
-        stride: usize,
-        n: usize,
-        lanes: &mut [A; 8],
-    ) {
-        for i in 0..n {
-            lanes[i % 8] = lanes[i % 8].add(A::from_elem(bf16_to_f32(data[start + i * stride])));
-        }
-    }
-
-    #[inline(always)]
-    fn accumulate_row<A: Acc>(x: &[Self], acc: &mut [A]) {
-        for (a, &v) in acc.iter_mut().zip(x) {
-            *a = a.add(A::from_elem(bf16_to_f32(v)));
-        }
+    fn widen<A: Acc>(self) -> A {
+        A::from_elem(bf16_to_f32(self))
     }
 }
 

@@ -259,10 +259,21 @@ impl TensorIterator {
     /// visits them (lower halves first), each 32-bit indexable. An iterator
     /// that already is yields just itself.
     pub fn with_32bit_indexing(&self) -> Vec<TensorIterator> {
+        self.with_32bit_indexing_at_most(usize::MAX)
+            .expect("internal: no limit on the number of pieces")
+    }
+
+    /// [`Self::with_32bit_indexing`], or `None` as soon as it would need more
+    /// than `limit` pieces (an iterator described without allocating it,
+    /// as `explain` does, can have byte extents far beyond any memory).
+    pub fn with_32bit_indexing_at_most(&self, limit: usize) -> Option<Vec<TensorIterator>> {
         let mut out = Vec::new();
         let mut stack = vec![self.clone()];
         while let Some(mut it) = stack.pop() {
             if it.can_use_32bit_indexing() {
+                if out.len() == limit {
+                    return None;
+                }
                 out.push(it);
                 continue;
             }
@@ -271,7 +282,7 @@ impl TensorIterator {
             stack.push(it);
             stack.push(lower);
         }
-        out
+        Some(out)
     }
 
     /// Moves reduced dims to the front, then sorts by ascending stride with

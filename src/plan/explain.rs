@@ -159,7 +159,7 @@ fn write_launch(
     if c.should_global_reduce() {
         writeln!(
             f,
-            "  CTAs: {} per output along grid.y (global reduce: {} B staging + {} B semaphores, zeroed by a memset before the launch)",
+            "  CTAs: {} per output along grid.y (global reduce: {} B staging + {} B semaphores, which the last CTA resets to zero: no memset launch)",
             c.ctas_per_output, launch.staging_bytes, launch.semaphore_bytes
         )?;
     } else {

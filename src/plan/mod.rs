@@ -371,28 +371,15 @@ fn plan_launch(iter: TensorIterator, kernel: &KernelTypes, props: &DeviceProps) 
     }
 }
 
-/// `iter.with_32bit_indexing()`, in the same order (lower halves first), but
-/// refusing to produce more than `limit` pieces.
+/// `iter.with_32bit_indexing()`, refusing to produce more than `limit`
+/// pieces.
 pub fn split_32bit(iter: &TensorIterator, limit: usize) -> Result<Vec<TensorIterator>> {
-    let mut out = Vec::new();
-    let mut stack = vec![iter.clone()];
-    while let Some(mut it) = stack.pop() {
-        if it.can_use_32bit_indexing() {
-            if out.len() == limit {
-                return Err(Error::Unsupported(format!(
-                    "splitting an iterator of shape {:?} for 32-bit indexing needs more than {limit} launches",
-                    iter.shape()
-                )));
-            }
-            out.push(it);
-            continue;
-        }
-        let d = it.get_dim_to_split();
-        let lower = it.split(d);
-        stack.push(it);
-        stack.push(lower);
-    }
-    Ok(out)
+    iter.with_32bit_indexing_at_most(limit).ok_or_else(|| {
+        Error::Unsupported(format!(
+            "splitting an iterator of shape {:?} for 32-bit indexing needs more than {limit} launches",
+            iter.shape()
+        ))
+    })
 }
 
 /// The `AccumulationBuffer` size of `gpu_reduce_kernel`: the output's byte
