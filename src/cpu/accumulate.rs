@@ -131,15 +131,20 @@ impl CpuElement for i64 {}
 impl CpuElement for u8 {}
 impl CpuElement for bool {}
 
+/// 16-bit floats convert a block at a time into an f32 buffer with
+/// `$convert(src, dst)`, then take the f32 paths: a plain slice-to-slice loop
+/// is what the compiler vectorises reliably.
 macro_rules! half_blocks {
-    ($t:ty) => {
+    ($t:ty, $convert:expr $(, $widen:item)?) => {
         impl CpuElement for $t {
+            $($widen)?
+
             fn accumulate_contiguous<A: Acc>(x: &[Self], lanes: &mut [A; 8]) {
                 let mut buf = [0f32; BLOCK];
                 // Lane assignment must not depend on block boundaries: BLOCK is a multiple of 8.
                 for chunk in x.chunks(BLOCK) {
                     let b = &mut buf[..chunk.len()];
-                    chunk.convert_to_f32_slice(b);
+                    $convert(chunk, b);
                     accumulate_lanes(b, lanes, A::from_elem::<f32>);
                 }
             }
@@ -148,7 +153,7 @@ macro_rules! half_blocks {
                 let mut buf = [0f32; BLOCK];
                 for (chunk, acc) in x.chunks(BLOCK).zip(acc.chunks_mut(BLOCK)) {
                     let b = &mut buf[..chunk.len()];
-                    chunk.convert_to_f32_slice(b);
+                    $convert(chunk, b);
                     for (a, &v) in acc.iter_mut().zip(b.iter()) {
                         *a = a.add(A::from_elem(v));
                     }
@@ -157,7 +162,8 @@ macro_rules! half_blocks {
         }
     };
 }
-half_blocks!(f16);
+half_blocks!(f16, |src: &[f16], dst: &mut [f32]| src
+    .convert_to_f32_slice(dst));
 
 /// bf16 to f32 as a 16-bit shift: exact for every value (NaN and Inf
 /// included) and vectorisable, unlike `half`'s element-wise routine, which
@@ -167,12 +173,18 @@ fn bf16_to_f32(x: bf16) -> f32 {
     f32::from_bits(u32::from(x.to_bits()) << 16)
 }
 
-impl CpuElement for bf16 {
+half_blocks!(
+    bf16,
+    |src: &[bf16], dst: &mut [f32]| {
+        for (d, &s) in dst.iter_mut().zip(src) {
+            *d = bf16_to_f32(s);
+        }
+    },
     #[inline(always)]
     fn widen<A: Acc>(self) -> A {
         A::from_elem(bf16_to_f32(self))
     }
-}
+);
 
 #[cfg(test)]
 mod tests {
