@@ -131,6 +131,35 @@ impl CpuElement for i64 {}
 impl CpuElement for u8 {}
 impl CpuElement for bool {}
 
+/// Calls `f(start, block)` for `x` converted to f32 a block at a time with
+/// `convert`. The stack buffer is sized to the input (up to [`BLOCK`]) so
+/// that a short row does not pay for zeroing a large one. Blocks start at
+/// multiples of 8, so lane assignment does not depend on the block size.
+#[inline(always)]
+fn for_each_f32_block<T>(
+    x: &[T],
+    convert: impl Fn(&[T], &mut [f32]),
+    f: impl FnMut(usize, &[f32]),
+) {
+    fn run<T, const N: usize>(
+        x: &[T],
+        convert: impl Fn(&[T], &mut [f32]),
+        mut f: impl FnMut(usize, &[f32]),
+    ) {
+        let mut buf = [0f32; N];
+        for (i, chunk) in x.chunks(N).enumerate() {
+            let b = &mut buf[..chunk.len()];
+            convert(chunk, b);
+            f(i * N, b);
+        }
+    }
+    if x.len() <= 128 {
+        run::<T, 128>(x, convert, f)
+    } else {
+        run::<T, BLOCK>(x, convert, f)
+    }
+}
+
 /// 16-bit floats convert a block at a time into an f32 buffer with
 /// `$convert(src, dst)`, then take the f32 paths: a plain slice-to-slice loop
 /// is what the compiler vectorises reliably.
@@ -140,28 +169,20 @@ macro_rules! half_blocks {
             $($widen)?
 
             fn accumulate_contiguous<A: Acc>(x: &[Self], lanes: &mut [A; 8]) {
-                let mut buf = [0f32; BLOCK];
-                // Lane assignment must not depend on block boundaries: BLOCK is a multiple of 8.
-                for chunk in x.chunks(BLOCK) {
-                    let b = &mut buf[..chunk.len()];
-                    $convert(chunk, b);
-                    accumulate_lanes(b, lanes, A::from_elem::<f32>);
-                }
+                for_each_f32_block(x, $convert, |_, b| accumulate_lanes(b, lanes, A::from_elem::<f32>));
             }
 
             fn accumulate_row<A: Acc>(x: &[Self], acc: &mut [A]) {
-                let mut buf = [0f32; BLOCK];
-                for (chunk, acc) in x.chunks(BLOCK).zip(acc.chunks_mut(BLOCK)) {
-                    let b = &mut buf[..chunk.len()];
-                    $convert(chunk, b);
-                    for (a, &v) in acc.iter_mut().zip(b.iter()) {
+                for_each_f32_block(x, $convert, |start, b| {
+                    for (a, &v) in acc[start..start + b.len()].iter_mut().zip(b) {
                         *a = a.add(A::from_elem(v));
                     }
-                }
+                });
             }
         }
     };
 }
+
 half_blocks!(f16, |src: &[f16], dst: &mut [f32]| src
     .convert_to_f32_slice(dst));
 

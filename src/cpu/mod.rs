@@ -138,20 +138,66 @@ fn reduce<T: CpuElement, A: Acc>(data: &[T], iter: &TensorIterator) -> Vec<A> {
 
 fn reduce_inner<T: CpuElement, A: Acc>(data: &[T], l: &Layout) -> Vec<A> {
     let grain = (PARALLEL_GRAIN / l.num_inputs.max(1)).max(1);
-    (0..l.num_outputs)
-        .into_par_iter()
-        .with_min_len(grain)
-        .map(|o| {
-            let base = l.base + Layout::offset(&l.output, o);
-            match l.reduce.as_slice() {
-                // Nothing reduced (e.g. only size-1 dims): the sum is the element itself.
-                [] => A::from_elem(data[base]),
-                // One contiguous run: the common row sum, without index arithmetic.
-                [(n, 1)] => contiguous_tree(&data[base..base + n]),
-                _ => inner_tree(data, base, &l.reduce, 0, l.num_inputs),
+    let mut out = vec![A::ZERO; l.num_outputs];
+    // Outputs in blocks of `grain`, each block walking its outputs with a
+    // running offset: with many short rows, a division per output dim per
+    // output would cost more than the row itself.
+    out.par_chunks_mut(grain)
+        .enumerate()
+        .for_each(|(block, out)| {
+            let mut cursor = Cursor::new(&l.output, block * grain);
+            for o in out {
+                let base = l.base + cursor.offset;
+                *o = match l.reduce.as_slice() {
+                    // Nothing reduced (e.g. only size-1 dims): the sum is the element itself.
+                    [] => A::from_elem(data[base]),
+                    // One contiguous run: the common row sum, without index arithmetic.
+                    [(n, 1)] => contiguous_tree(&data[base..base + n]),
+                    _ => inner_tree(data, base, &l.reduce, 0, l.num_inputs),
+                };
+                cursor.advance();
             }
-        })
-        .collect()
+        });
+    out
+}
+
+/// A position in a dim list's index space and its input offset, advanced
+/// one element at a time (fastest dim first) without dividing.
+struct Cursor<'a> {
+    dims: &'a [(usize, usize)],
+    index: smallvec::SmallVec<[usize; 6]>,
+    offset: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn new(dims: &'a [(usize, usize)], mut k: usize) -> Cursor<'a> {
+        let offset = Layout::offset(dims, k);
+        let index = dims
+            .iter()
+            .map(|&(n, _)| {
+                let i = k % n;
+                k /= n;
+                i
+            })
+            .collect();
+        Cursor {
+            dims,
+            index,
+            offset,
+        }
+    }
+
+    fn advance(&mut self) {
+        for (i, &(n, s)) in self.index.iter_mut().zip(self.dims) {
+            *i += 1;
+            self.offset += s;
+            if *i < n {
+                return;
+            }
+            self.offset -= n * s;
+            *i = 0;
+        }
+    }
 }
 
 /// Pairwise sum of a contiguous slice.
