@@ -552,16 +552,7 @@ fn main() -> ExitCode {
         .filter(|c| args.selects(c))
         .collect();
     if args.list {
-        for c in &cases {
-            println!(
-                "{:<24} {:>5} {:>14} {:<18} dims {:?}",
-                c.name,
-                c.dtype.name(),
-                c.input_bytes,
-                c.view_name,
-                c.dims
-            );
-        }
+        common::print_case_list(&cases);
         return ExitCode::SUCCESS;
     }
     // SAFETY: only probes for the driver library; without this check cudarc

@@ -143,6 +143,21 @@ impl Case {
     }
 }
 
+/// Prints one line per case (`--list`).
+pub fn print_case_list(cases: &[Case]) {
+    for c in cases {
+        println!(
+            "{:<24} {:>5} {:>14} {:<18} dims {:?}",
+            c.name,
+            c.dtype.name(),
+            c.input_bytes,
+            c.view_name,
+            c.dims
+        );
+    }
+}
+
+/// The cases of `benches/suite.json`, compiled into the binary.
 pub fn load_suite() -> Vec<Case> {
     let suite: Value = serde_json::from_str(SUITE_JSON).expect("benches/suite.json is valid JSON");
     let usizes = |v: &Value| -> Vec<usize> {

@@ -48,31 +48,26 @@ impl CudaStorage {
 
     /// A zero-filled buffer of `len` elements.
     pub(crate) fn zeros(ordinal: usize, dtype: DType, len: usize) -> Result<Self> {
-        let ctx = context(ordinal)?;
-        let stream = ctx.default_stream();
-        let bytes = (len * dtype.size_in_bytes()).max(1);
-        let buf = stream
-            .alloc_zeros::<u8>(bytes)
-            .map_err(|e| driver_error(ordinal, bytes, "allocate", e))?;
-        Ok(CudaStorage {
-            buf,
-            len,
-            dtype,
-            ordinal,
-            stream,
-        })
+        Self::alloc(ordinal, dtype, len, true)
     }
 
     /// An uninitialised buffer of `len` elements, for outputs a kernel writes
     /// in full (no memset launch).
     pub(crate) fn uninit(ordinal: usize, dtype: DType, len: usize) -> Result<Self> {
-        let ctx = context(ordinal)?;
-        let stream = ctx.default_stream();
+        Self::alloc(ordinal, dtype, len, false)
+    }
+
+    fn alloc(ordinal: usize, dtype: DType, len: usize, zeroed: bool) -> Result<Self> {
+        let stream = context(ordinal)?.default_stream();
         let bytes = (len * dtype.size_in_bytes()).max(1);
-        // SAFETY: u8 has no invalid bit patterns, and callers write every
-        // element before it is read back.
-        let buf = unsafe { stream.alloc::<u8>(bytes) }
-            .map_err(|e| driver_error(ordinal, bytes, "allocate", e))?;
+        let buf = if zeroed {
+            stream.alloc_zeros::<u8>(bytes)
+        } else {
+            // SAFETY: u8 has no invalid bit patterns, and callers of `uninit`
+            // write every element before it is read back.
+            unsafe { stream.alloc::<u8>(bytes) }
+        }
+        .map_err(|e| driver_error(ordinal, bytes, "allocate", e))?;
         Ok(CudaStorage {
             buf,
             len,
