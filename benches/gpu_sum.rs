@@ -247,6 +247,22 @@ struct Row {
     plan: String,
 }
 
+impl Row {
+    /// A row not (yet) timed: not ok until the check and the timing succeed.
+    fn untimed(case: &Case, detail: String, plan: String) -> Row {
+        Row {
+            case: case.clone(),
+            our_us: None,
+            min_us: None,
+            ceiling_gbs: None,
+            ok: false,
+            worst_err_over_tol: f64::NAN,
+            detail,
+            plan,
+        }
+    }
+}
+
 /// Times `sum` on one case: check first, then 5 warm-up calls and 50 timed ones.
 fn time_case(
     gpu: &Gpu,
@@ -271,16 +287,7 @@ fn time_case(
     let plan = x
         .explain_sum(&case.dims, false, props)
         .map_or_else(|e| format!("(no plan: {e})"), |p| p.to_string());
-    let mut row = Row {
-        case: case.clone(),
-        our_us: None,
-        min_us: None,
-        ceiling_gbs: None,
-        ok: false,
-        worst_err_over_tol: f64::NAN,
-        detail: String::new(),
-        plan,
-    };
+    let mut row = Row::untimed(case, String::new(), plan);
 
     let first = match x.sum(&case.dims, false) {
         Ok(y) => y,
@@ -412,16 +419,7 @@ fn run(args: &Args, cases: &[Case]) -> Result<ExitCode, BoxError> {
         let t = Instant::now();
         let mut row = match time_case(&gpu, case, runs, &props) {
             Ok(row) => row,
-            Err(e) => Row {
-                case: case.clone(),
-                our_us: None,
-                min_us: None,
-                ceiling_gbs: None,
-                ok: false,
-                worst_err_over_tol: f64::NAN,
-                detail: format!("error: {e}"),
-                plan: String::new(),
-            },
+            Err(e) => Row::untimed(case, format!("error: {e}"), String::new()),
         };
         // Between cases the inputs are dropped; make sure their memory is
         // back before the next (up to 1 GiB) allocation, and that a failed

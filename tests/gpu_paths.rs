@@ -31,58 +31,35 @@ fn gpu(test: &str) -> Option<(Device, DeviceProps)> {
     }
 }
 
+/// An element's bit pattern, widened to 64 bits.
+trait Bits: tensor_reduce::Element {
+    fn bits(self) -> u64;
+}
+
+macro_rules! impl_bits {
+    ($($t:ty => $f:expr;)*) => {
+        $(impl Bits for $t {
+            fn bits(self) -> u64 {
+                ($f)(self)
+            }
+        })*
+    };
+}
+
+impl_bits! {
+    tensor_reduce::f16 => |v: tensor_reduce::f16| u64::from(v.to_bits());
+    tensor_reduce::bf16 => |v: tensor_reduce::bf16| u64::from(v.to_bits());
+    f32 => |v: f32| u64::from(v.to_bits());
+    f64 => f64::to_bits;
+    i32 => |v: i32| u64::from(v as u32);
+    i64 => |v: i64| v as u64;
+    u8 => u64::from;
+    bool => u64::from;
+}
+
 /// Every element's bits, whatever the dtype.
 fn bits(t: &Tensor) -> Vec<u64> {
-    match t.dtype() {
-        DType::F16 => t
-            .to_vec::<tensor_reduce::f16>()
-            .unwrap()
-            .iter()
-            .map(|v| v.to_bits() as u64)
-            .collect(),
-        DType::BF16 => t
-            .to_vec::<tensor_reduce::bf16>()
-            .unwrap()
-            .iter()
-            .map(|v| v.to_bits() as u64)
-            .collect(),
-        DType::F32 => t
-            .to_vec::<f32>()
-            .unwrap()
-            .iter()
-            .map(|v| v.to_bits() as u64)
-            .collect(),
-        DType::F64 => t
-            .to_vec::<f64>()
-            .unwrap()
-            .iter()
-            .map(|v| v.to_bits())
-            .collect(),
-        DType::I32 => t
-            .to_vec::<i32>()
-            .unwrap()
-            .iter()
-            .map(|&v| v as u32 as u64)
-            .collect(),
-        DType::I64 => t
-            .to_vec::<i64>()
-            .unwrap()
-            .iter()
-            .map(|&v| v as u64)
-            .collect(),
-        DType::U8 => t
-            .to_vec::<u8>()
-            .unwrap()
-            .iter()
-            .map(|&v| v as u64)
-            .collect(),
-        DType::Bool => t
-            .to_vec::<bool>()
-            .unwrap()
-            .iter()
-            .map(|&v| v as u64)
-            .collect(),
-    }
+    tensor_reduce::with_dtype!(t.dtype(), T => t.to_vec::<T>().unwrap().into_iter().map(Bits::bits).collect())
 }
 
 /// Small integers of `dtype` (non-negative where the dtype is unsigned).

@@ -150,29 +150,24 @@ fn run(dtype: DType, device: Device) {
     });
 }
 
-fn case_f16(device: Device) {
-    run(DType::F16, device)
+/// One `fn(Device)` per dtype, for `backend_tests!`.
+macro_rules! dtype_bodies {
+    ($($name:ident => $dtype:ident;)*) => {
+        $(fn $name(device: Device) {
+            run(DType::$dtype, device)
+        })*
+    };
 }
-fn case_bf16(device: Device) {
-    run(DType::BF16, device)
-}
-fn case_f32(device: Device) {
-    run(DType::F32, device)
-}
-fn case_f64(device: Device) {
-    run(DType::F64, device)
-}
-fn case_i32(device: Device) {
-    run(DType::I32, device)
-}
-fn case_i64(device: Device) {
-    run(DType::I64, device)
-}
-fn case_u8(device: Device) {
-    run(DType::U8, device)
-}
-fn case_bool(device: Device) {
-    run(DType::Bool, device)
+
+dtype_bodies! {
+    case_f16 => F16;
+    case_bf16 => BF16;
+    case_f32 => F32;
+    case_f64 => F64;
+    case_i32 => I32;
+    case_i64 => I64;
+    case_u8 => U8;
+    case_bool => Bool;
 }
 
 backend_tests! {
