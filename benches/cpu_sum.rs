@@ -144,7 +144,7 @@ fn run_case(case: &Case, plan: &Plan) -> tensor_reduce::Result<Row> {
         &reference,
         &abs_sums,
         case.reduced_len(),
-        case.dtype.sum_result(),
+        tensor_reduce::reduce::ReduceOp::Sum.output_dtype(case.dtype, None)?,
     );
     drop((reference, abs_sums, ours));
     if !c.ok {

@@ -26,7 +26,8 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
-use tensor_reduce::plan::DeviceProps;
+use tensor_reduce::cuda::plan::DeviceProps;
+use tensor_reduce::reduce::ReduceOp;
 use tensor_reduce::{DType, Device, Tensor};
 
 type BoxError = Box<dyn std::error::Error>;
@@ -271,7 +272,7 @@ fn time_case(
     props: &DeviceProps,
 ) -> Result<Row, BoxError> {
     let (base, x_host) = case.make_input()?;
-    let out_dtype = case.dtype.sum_result();
+    let out_dtype = ReduceOp::Sum.output_dtype(case.dtype, None)?;
     let reference = values_f64(&x_host.sum_dtype(&case.dims, false, DType::F64)?)?;
     let abs_sums = {
         let abs: Vec<f64> = values_f64(&x_host)?.into_iter().map(f64::abs).collect();
@@ -285,7 +286,7 @@ fn time_case(
     let x = case.view.apply(&base.to_device(Device::Cuda(0))?)?;
     drop(base);
     let plan = x
-        .explain_sum(&case.dims, false, props)
+        .explain(ReduceOp::Sum, &case.dims, false, props)
         .map_or_else(|e| format!("(no plan: {e})"), |p| p.to_string());
     let mut row = Row::untimed(case, String::new(), plan);
 

@@ -1,32 +1,37 @@
-//! Explains the GPU launches of `x.sum(dims)` for a described input view,
-//! without a GPU and without allocating the input.
+//! Explains the GPU launches of a reduction (`x.sum(dims)`, `x.amax(dims)`,
+//! ...) for a described input view, without a GPU and without allocating
+//! the input.
 //!
 //! ```text
 //! cargo run --release --example explain -- --shape 16,128,64,128 --dims 1 --dtype f32
+//! cargo run --release --example explain -- --op mean --shape 4096,4096 --dims 1 --dtype bf16
 //! cargo run --release --example explain -- --shape 8192,8192 --strides 1,8192 --dims 0 --device a100 --json
 //! ```
 
 use std::process::ExitCode;
+use tensor_reduce::cuda::plan::{DeviceProps, ReducePlan};
 use tensor_reduce::iter::TensorIterator;
-use tensor_reduce::plan::{DeviceProps, ReducePlan};
+use tensor_reduce::reduce::ReduceOp;
 use tensor_reduce::DType;
 
 const USAGE: &str = "\
-usage: explain --shape N,N,... [--strides S,S,...] [--offset N] [--dims D,D,...] [--keepdim]
-               [--dtype f32] [--out-dtype DTYPE] [--device h200|h100|a100]
+usage: explain --shape N,N,... [--op sum] [--strides S,S,...] [--offset N] [--dims D,D,...]
+               [--keepdim] [--dtype f32] [--out-dtype DTYPE] [--device h200|h100|a100]
                [--sms N] [--max-threads-per-sm N] [--json]
 
   --shape      sizes of the input view
+  --op         the reduction: sum nansum prod mean amax amin any all (default sum)
   --strides    element strides of the view (default: contiguous)
   --offset     storage offset of the view, in elements (default 0)
-  --dims       dims to sum over, negative allowed (default: all)
+  --dims       dims to reduce, negative allowed (default: all)
   --keepdim    keep reduced dims as size 1 in the result shape
   --dtype      input dtype: f16 bf16 f32 f64 i32 i64 u8 bool (default f32)
-  --out-dtype  result dtype, as sum(dtype=...) (default: torch's sum result)
+  --out-dtype  result dtype, as sum(dtype=...) (default: torch's result dtype for the op)
   --device     GPU preset (default h200); --sms / --max-threads-per-sm override it
   --json       print one JSON object instead of the explanation";
 
 struct Args {
+    op: ReduceOp,
     shape: Vec<usize>,
     strides: Option<Vec<isize>>,
     offset: usize,
@@ -63,6 +68,7 @@ fn parse_dtype(flag: &str, text: &str) -> Result<DType, String> {
 
 fn parse_args(argv: &[String]) -> Result<Args, String> {
     let mut args = Args {
+        op: ReduceOp::Sum,
         shape: Vec::new(),
         strides: None,
         offset: 0,
@@ -87,6 +93,16 @@ fn parse_args(argv: &[String]) -> Result<Args, String> {
             }
             "--dims" => args.dims = Some(parse_list::<isize>(flag, value()?)?),
             "--keepdim" => args.keepdim = true,
+            "--op" => {
+                let name = value()?;
+                args.op = ReduceOp::from_name(name).ok_or_else(|| {
+                    let names: Vec<_> = ReduceOp::ALL.iter().map(|o| o.name()).collect();
+                    format!(
+                        "--op: unknown op {name:?} (expected one of {})",
+                        names.join(", ")
+                    )
+                })?;
+            }
             "--dtype" => args.dtype = parse_dtype(flag, value()?)?,
             "--out-dtype" => args.out_dtype = Some(parse_dtype(flag, value()?)?),
             "--device" => {
@@ -180,11 +196,11 @@ fn checked_strides(args: &Args) -> Result<Vec<isize>, String> {
     if let Some(s) = strides.iter().find(|&&s| s < 0) {
         return Err(format!("--strides: negative stride {s} is not supported"));
     }
-    let elt = args.dtype.size_in_bytes().max(
-        args.out_dtype
-            .unwrap_or(args.dtype.sum_result())
-            .size_in_bytes(),
-    ) as i64;
+    let out = args
+        .op
+        .output_dtype(args.dtype, args.out_dtype)
+        .map_err(|e| e.to_string())?;
+    let elt = args.dtype.size_in_bytes().max(out.size_in_bytes()) as i64;
     let overflow = || "the view's byte offsets overflow 64-bit integers".to_string();
     let mut numel: i64 = 1;
     let mut last = args.offset as i64;
@@ -210,7 +226,11 @@ fn checked_strides(args: &Args) -> Result<Vec<isize>, String> {
 fn run(args: &Args) -> Result<(), String> {
     let strides = checked_strides(args)?;
     let mask = reduce_mask(args.shape.len(), args.dims.as_deref())?;
-    let out = args.out_dtype.unwrap_or(args.dtype.sum_result());
+    let sig = args
+        .op
+        .signature(args.dtype, args.out_dtype)
+        .map_err(|e| e.to_string())?;
+    let out = sig.output;
     let it = TensorIterator::reduction(
         &args.shape,
         &strides,
@@ -219,7 +239,7 @@ fn run(args: &Args) -> Result<(), String> {
         out.size_in_bytes(),
         &mask,
     );
-    let plan = ReducePlan::new(&it, args.dtype, out, &args.props).map_err(|e| e.to_string())?;
+    let plan = ReducePlan::new(&it, &sig, &args.props).map_err(|e| e.to_string())?;
     let result_shape: Vec<usize> = args
         .shape
         .iter()
@@ -286,9 +306,14 @@ fn to_json(plan: &ReducePlan, result_shape: &[usize]) -> serde_json::Value {
         .collect();
     json!({
         "device": plan.props.name,
-        "input_dtype": plan.input_dtype.name(),
-        "output_dtype": plan.output_dtype.name(),
-        "acc_dtype": plan.acc_dtype.name(),
+        "op": plan.signature.op.name(),
+        "functor": plan.signature.op.functor(),
+        "identity": plan.signature.op.identity_text(),
+        "input_dtype": plan.signature.input.name(),
+        "output_dtype": plan.signature.output.name(),
+        "compute_dtype": plan.signature.compute.name(),
+        "cast_dtype": plan.signature.cast.map(|c| c.name()),
+        "acc": plan.signature.acc.to_string(),
         "result_shape": result_shape,
         "iter_shape": it.shape(),
         "iter_input_strides_bytes": it.strides(TensorIterator::INPUT),

@@ -1,53 +1,65 @@
-// Reduction ops as small functors, PyTorch's `ops_t` interface
-// (aten/src/ATen/native/SharedReduceOps.h):
+// The interface every reduction functor implements: PyTorch's `ops_t`
+// (aten/src/ATen/native/SharedReduceOps.h). The CPU backend's functors in
+// src/cpu/ops.rs carry the same names and the same rules.
+//   arg_t                  the accumulator: a value, a (value, index) pair,
+//                          Welford state, ... whatever `reduce` returns
+//   identity()             the accumulator of zero elements
 //   reduce(acc, x, idx)    fold one input element (idx: its index in the
-//                          reduced range, which argmax/argmin need)
+//                          reduced range, for the index reductions)
 //   combine(a, b)          merge two partial accumulators
-//   project<out_t>(acc)    turn the final accumulator into the output
+//   project<out_t>(acc)    turn the final accumulator into the result
 //   warp_shfl_down(acc, d) move an accumulator across lanes
 //   translate_idx(acc, b)  shift stored indices of a split iterator
-//   identity()             the accumulator of zero elements
-// The kernel only ever calls these, so mean/prod/min/max/argmax/var plug in
-// as new functors (with their state in OpParams) without touching reduce.cuh.
+// Each functor is a template over <compute_t, cast_t>: elements are cast to
+// cast_t first where that cast changes values (torch's `self.to(dtype)`
+// before `sum(dtype=)`), then converted to compute_t, the type the op
+// computes in. Without a value-changing cast, cast_t is compute_t.
+// The kernel only ever calls these, so a new op is a new functor in
+// kernels/ops/, never a change to reduce.cuh.
 #pragma once
 
 namespace tr {
 
-// Per-launch scalars an op may need (mean's factor, var's correction).
+// Per-launch scalars an op may need (mean's factor, var's correction): the
+// host's OpParams.
 struct OpParams {
   double values[2];
 };
 
-// Integer sums wrap (two's complement), as the CPU backend's wrapping_add
-// does; doing the add in unsigned keeps that defined behaviour in C++.
+// The value of a stored element as the op computes with it, through the
+// cast torch applies first.
+template <typename cast_t, typename compute_t, typename scalar_t>
+__device__ __forceinline__ compute_t load(scalar_t x) {
+  return convert<compute_t>(convert<cast_t>(x));
+}
+
+// Integer sums and products wrap (two's complement), as the CPU backend's
+// wrapping_add/wrapping_mul do; doing them in unsigned keeps that defined
+// behaviour in C++.
 __device__ __forceinline__ int64_t add_op(int64_t a, int64_t b) {
   return (int64_t)((uint64_t)a + (uint64_t)b);
 }
 __device__ __forceinline__ float add_op(float a, float b) { return a + b; }
 __device__ __forceinline__ double add_op(double a, double b) { return a + b; }
 
-template <typename acc_t>
-struct SumOps {
-  using arg_t = acc_t;
+__device__ __forceinline__ int64_t mul_op(int64_t a, int64_t b) {
+  return (int64_t)((uint64_t)a * (uint64_t)b);
+}
+__device__ __forceinline__ float mul_op(float a, float b) { return a * b; }
+__device__ __forceinline__ double mul_op(double a, double b) { return a * b; }
 
-  __device__ __forceinline__ explicit SumOps(const OpParams&) {}
+__device__ __forceinline__ bool is_nan(float v) { return v != v; }
+__device__ __forceinline__ bool is_nan(double v) { return v != v; }
+__device__ __forceinline__ bool is_nan(int64_t) { return false; }
 
-  __device__ __forceinline__ static acc_t identity() { return acc_t(0); }
-
-  template <typename scalar_t>
-  __device__ __forceinline__ acc_t reduce(acc_t acc, scalar_t x, int64_t /*idx*/) const {
-    // The input is cast to the accumulator type first (torch.sum(dtype=)).
-    return add_op(acc, convert<acc_t>(x));
-  }
-
-  __device__ __forceinline__ acc_t combine(acc_t a, acc_t b) const { return add_op(a, b); }
-
+// The parts every scalar-accumulator functor shares: shuffles move the
+// value, and there are no indices to translate.
+template <typename arg_t>
+struct ScalarOpsBase {
+  __device__ __forceinline__ arg_t warp_shfl_down(arg_t a, int offset) const { return shfl_down(a, offset); }
+  __device__ __forceinline__ arg_t translate_idx(arg_t a, int64_t /*base_idx*/) const { return a; }
   template <typename out_t>
-  __device__ __forceinline__ out_t project(acc_t a) const { return convert<out_t>(a); }
-
-  __device__ __forceinline__ acc_t warp_shfl_down(acc_t a, int offset) const { return shfl_down(a, offset); }
-
-  __device__ __forceinline__ acc_t translate_idx(acc_t a, int64_t /*base_idx*/) const { return a; }
+  __device__ __forceinline__ out_t project(arg_t a) const { return convert<out_t>(a); }
 };
 
 }  // namespace tr

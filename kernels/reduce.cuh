@@ -111,6 +111,7 @@ struct ReduceOp {
   __device__ __forceinline__ ops_t ops() const { return ops_t(args.op_params); }
   __device__ __forceinline__ arg_t ident() const { return ops_t::identity(); }
 
+
   template <int output_vec_size>
   __device__ void run() const {
     // 8-byte aligned: holds Array<arg_t, output_vec_size> values.
@@ -167,6 +168,10 @@ struct ReduceOp {
 
   // PyTorch's tail of run()/global_reduce(): where a 32-bit split iterator
   // accumulates into what an earlier launch left, and whether it finalizes.
+  // A partial can wait in the output only when the output type is the
+  // accumulator (the planner's can_accumulate_in_output); otherwise the host
+  // passes an accumulation buffer, so the output is only ever written with a
+  // projected result and any accumulator (pairs, Welford state) compiles.
   template <int output_vec_size>
   __device__ __forceinline__ void store_output(Array<arg_t, output_vec_size> value,
                                                Array<arg_t, output_vec_size>* acc,
@@ -178,34 +183,36 @@ struct ReduceOp {
         value[i] = op.translate_idx(value[i], args.base_idx);
       }
     }
-    if (acc == nullptr) {
-      if (args.accumulate) {
-        // accumulate_in_output: the output holds a partial of an earlier launch.
-#pragma unroll
-        for (int i = 0; i < output_vec_size; i++) {
-          value[i] = op.combine(convert<arg_t>(*out[i]), value[i]);
-        }
-      }
-#pragma unroll
-      for (int i = 0; i < output_vec_size; i++) {
-        // final_output: project; otherwise get_accumulated_output (a cast).
-        *out[i] = args.final_output ? op.template project<out_scalar_t>(value[i]) : convert<out_scalar_t>(value[i]);
-      }
-    } else {
+    if (acc != nullptr) {
       if (args.accumulate) {
 #pragma unroll
         for (int i = 0; i < output_vec_size; i++) {
           value[i] = op.combine((*acc)[i], value[i]);
         }
       }
-      if (args.final_output) {
+      if (!args.final_output) {
+        *acc = value;
+        return;
+      }
+    } else if constexpr (is_same<arg_t, out_scalar_t>::value) {
+      // accumulate_in_output: the output holds a partial of an earlier launch.
+      if (args.accumulate) {
 #pragma unroll
         for (int i = 0; i < output_vec_size; i++) {
-          *out[i] = op.template project<out_scalar_t>(value[i]);
+          value[i] = op.combine(*out[i], value[i]);
         }
-      } else {
-        *acc = value;
       }
+      if (!args.final_output) {
+#pragma unroll
+        for (int i = 0; i < output_vec_size; i++) {
+          *out[i] = value[i];
+        }
+        return;
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < output_vec_size; i++) {
+      *out[i] = op.template project<out_scalar_t>(value[i]);
     }
   }
 

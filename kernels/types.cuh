@@ -126,5 +126,37 @@ __device__ __forceinline__ int64_t shfl_down(int64_t v, int offset) {
 __device__ __forceinline__ double shfl_down(double v, int offset) {
   return __longlong_as_double(shfl_down(__double_as_longlong(v), offset));
 }
+__device__ __forceinline__ bool shfl_down(bool v, int offset) { return shfl_down_u32(v ? 1u : 0u, offset) != 0; }
+
+// The bounds of the compute types, the identities of max and min: infinities
+// for floats (so NaN and every finite value beat them), the extreme values
+// for integers.
+template <typename T>
+struct Limits;
+template <>
+struct Limits<float> {
+  __device__ __forceinline__ static float lowest() { return -__int_as_float(0x7f800000); }
+  __device__ __forceinline__ static float highest() { return __int_as_float(0x7f800000); }
+};
+template <>
+struct Limits<double> {
+  __device__ __forceinline__ static double lowest() { return -__longlong_as_double(0x7ff0000000000000ll); }
+  __device__ __forceinline__ static double highest() { return __longlong_as_double(0x7ff0000000000000ll); }
+};
+template <>
+struct Limits<int64_t> {
+  __device__ __forceinline__ static int64_t lowest() { return (int64_t)0x8000000000000000ull; }
+  __device__ __forceinline__ static int64_t highest() { return (int64_t)0x7fffffffffffffffull; }
+};
+
+// std::is_same, which NVRTC has no header for.
+template <typename A, typename B>
+struct is_same {
+  static constexpr bool value = false;
+};
+template <typename A>
+struct is_same<A, A> {
+  static constexpr bool value = true;
+};
 
 }  // namespace tr

@@ -53,17 +53,6 @@ impl DType {
         matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
     }
 
-    /// The dtype `torch.sum` returns for an input of this dtype when no
-    /// `dtype=` is given: floating types keep theirs, integers and bool
-    /// widen to `I64`.
-    pub const fn sum_result(self) -> DType {
-        if self.is_floating_point() {
-            self
-        } else {
-            DType::I64
-        }
-    }
-
     /// The type a sum producing this dtype accumulates in (PyTorch's
     /// `acc_type` on CUDA): 16-bit floats and f32 in f32, f64 in f64, every
     /// integer type (and bool) in i64.
@@ -72,6 +61,38 @@ impl DType {
             DType::F16 | DType::BF16 | DType::F32 => DType::F32,
             DType::F64 => DType::F64,
             DType::I32 | DType::I64 | DType::U8 | DType::Bool => DType::I64,
+        }
+    }
+
+    /// Whether converting any value of `self` to `to` gives back the same
+    /// value (a widening cast). Casts that are not exact change values, so a
+    /// reduction with `dtype=to` must apply them before reducing.
+    pub const fn casts_exactly_to(self, to: DType) -> bool {
+        use DType::*;
+        matches!(
+            (self, to),
+            (F16, F16 | F32 | F64)
+                | (BF16, BF16 | F32 | F64)
+                | (F32, F32 | F64)
+                | (F64, F64)
+                | (I32, I32 | I64 | F64)
+                | (I64, I64)
+                | (U8, U8 | I32 | I64 | F16 | BF16 | F32 | F64)
+                | (Bool, _)
+        )
+    }
+
+    /// torch's own name in its messages (`Long` for `torch.int64`).
+    pub const fn torch_name(self) -> &'static str {
+        match self {
+            DType::F16 => "Half",
+            DType::BF16 => "BFloat16",
+            DType::F32 => "Float",
+            DType::F64 => "Double",
+            DType::I32 => "Int",
+            DType::I64 => "Long",
+            DType::U8 => "Byte",
+            DType::Bool => "Bool",
         }
     }
 
@@ -236,12 +257,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sum_result_follows_torch() {
-        assert_eq!(DType::F16.sum_result(), DType::F16);
-        assert_eq!(DType::BF16.sum_result(), DType::BF16);
-        assert_eq!(DType::F64.sum_result(), DType::F64);
-        for d in [DType::I32, DType::I64, DType::U8, DType::Bool] {
-            assert_eq!(d.sum_result(), DType::I64);
+    fn exact_casts_are_the_widenings() {
+        // Every exact pair round-trips a value that is extreme for the source.
+        assert!(DType::U8.casts_exactly_to(DType::BF16)); // 255 has 8 significant bits
+        assert!(!DType::I32.casts_exactly_to(DType::F32)); // 2^24 + 1
+        assert!(!DType::F32.casts_exactly_to(DType::F16));
+        assert!(!DType::I64.casts_exactly_to(DType::I32));
+        assert!(!DType::F16.casts_exactly_to(DType::BF16));
+        assert!(!DType::F32.casts_exactly_to(DType::Bool));
+        for d in DType::ALL {
+            assert!(d.casts_exactly_to(d));
+            assert!(DType::Bool.casts_exactly_to(d));
         }
     }
 

@@ -74,6 +74,10 @@ pub enum Error {
     #[error("CUDA is not available: {0}")]
     CudaUnavailable(String),
 
+    /// A host allocation a shape asked for could not be made.
+    #[error("out of host memory while allocating {bytes} bytes")]
+    OutOfMemory { bytes: usize },
+
     /// The CUDA device ran out of memory.
     #[error("CUDA out of memory on device {ordinal} while allocating {bytes} bytes")]
     CudaOutOfMemory { ordinal: usize, bytes: usize },
@@ -85,6 +89,20 @@ pub enum Error {
     /// NVRTC failed to compile a kernel; the log says why.
     #[error("NVRTC could not compile {kernel}: {log}")]
     Compile { kernel: String, log: String },
+
+    /// An op that does not accept this dtype (as input or as `dtype=`),
+    /// with torch's reason.
+    #[error("{op}(): {why}")]
+    UnsupportedDType {
+        op: &'static str,
+        dtype: DType,
+        why: String,
+    },
+
+    /// A reduction with no identity (amax, amin, argmax, ...) over an empty
+    /// dim, worded as torch words it.
+    #[error("{op}(): {why}")]
+    EmptyReduction { op: &'static str, why: String },
 
     /// A request the library does not support (yet), named precisely.
     #[error("unsupported: {0}")]

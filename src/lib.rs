@@ -1,13 +1,16 @@
 //! # tensor-reduce
 //!
-//! PyTorch's reduction engine in Rust: `sum` over any set of dims of any
-//! strided tensor, with torch's semantics, on NVIDIA GPUs (through `cudarc`
-//! and NVRTC, no CUDA toolkit needed to build) and on the CPU (rayon).
+//! PyTorch's reduction engine in Rust: `sum`, `mean`, `prod`, `amax`, `any`
+//! and the rest of the family over any set of dims of any strided tensor,
+//! with torch's semantics, on NVIDIA GPUs (through `cudarc` and NVRTC, no
+//! CUDA toolkit needed to build) and on the CPU (rayon).
 //!
 //! Data flows one way, each stage a pure function of the one before:
 //! [`Tensor`] → [`iter::TensorIterator`] (reduced dims get output stride 0,
-//! dims reordered and coalesced, split for 32-bit indexing) →
-//! [`plan::ReducePlan`] (PyTorch's `setReduceConfig`) → a backend.
+//! dims reordered and coalesced, split for 32-bit indexing) → the op
+//! ([`reduce::ReduceOp`] and its [`reduce::Signature`]: types, identity,
+//! functor) → the GPU plan ([`cuda::plan::ReducePlan`], PyTorch's
+//! `setReduceConfig`) or the CPU trees → a backend.
 //!
 //! ```
 //! use tensor_reduce::{DType, Device, Tensor};
@@ -26,7 +29,7 @@ mod dtype;
 mod error;
 pub mod iter;
 mod ops;
-pub mod plan;
+pub mod reduce;
 mod tensor;
 
 pub use device::Device;

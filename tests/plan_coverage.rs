@@ -6,9 +6,10 @@
 
 use proptest::prelude::*;
 use std::collections::HashMap;
+use tensor_reduce::cuda::plan::simulate::{iterator_visits, simulate_launch, Visit};
+use tensor_reduce::cuda::plan::{DeviceProps, ReducePlan};
 use tensor_reduce::iter::TensorIterator;
-use tensor_reduce::plan::simulate::{iterator_visits, simulate_launch, Visit};
-use tensor_reduce::plan::{DeviceProps, ReducePlan};
+use tensor_reduce::reduce::ReduceOp;
 use tensor_reduce::DType;
 
 /// A strided view: `shape` over an allocation laid out in `order`, with a
@@ -108,7 +109,7 @@ fn device() -> impl Strategy<Value = DeviceProps> {
 fn check_plan(plan: &ReducePlan) -> Result<usize, String> {
     let mut balance: HashMap<Visit, i64> = HashMap::new();
     iterator_visits(&plan.iter, |v| *balance.entry(v).or_default() += 1);
-    let scalar = plan.kernel.scalar.size_in_bytes() as u64;
+    let scalar = plan.signature.input.size_in_bytes() as u64;
     for (i, launch) in plan.launches.iter().enumerate() {
         let mut extra = None;
         simulate_launch(launch, scalar, |v| {
@@ -132,7 +133,7 @@ fn check_plan(plan: &ReducePlan) -> Result<usize, String> {
 }
 
 fn plan_layout(l: &Layout, dtype: DType, props: &DeviceProps) -> ReducePlan {
-    let out = dtype.sum_result();
+    let out = ReduceOp::Sum.output_dtype(dtype, None).unwrap();
     let it = TensorIterator::reduction(
         &l.shape,
         &l.strides,
@@ -141,7 +142,12 @@ fn plan_layout(l: &Layout, dtype: DType, props: &DeviceProps) -> ReducePlan {
         out.size_in_bytes(),
         &l.mask,
     );
-    ReducePlan::new(&it, dtype, out, props).expect("plans")
+    ReducePlan::new(
+        &it,
+        &ReduceOp::Sum.signature(dtype, Some(out)).unwrap(),
+        props,
+    )
+    .expect("plans")
 }
 
 proptest! {
@@ -193,9 +199,9 @@ proptest! {
         } else {
             ([reduced, kept], [kept as isize, 1], [true, false])
         };
-        let out = dtype.sum_result();
+        let out = ReduceOp::Sum.output_dtype(dtype, None).unwrap();
         let it = TensorIterator::reduction(&shape, &strides, offset, dtype.size_in_bytes(), out.size_in_bytes(), &mask);
-        let plan = ReducePlan::new(&it, dtype, out, &props).unwrap();
+        let plan = ReducePlan::new(&it, &ReduceOp::Sum.signature(dtype, Some(out)).unwrap(), &props).unwrap();
         if let Err(e) = check_plan(&plan) {
             return Err(TestCaseError::fail(format!("{e}\nplan: {:#?}", plan.launches[0].config)));
         }
@@ -206,19 +212,40 @@ proptest! {
 fn the_global_reduce_generator_reaches_the_cta_split() {
     // Guard against the strategy above silently never splitting.
     let it = TensorIterator::reduction(&[2, 131_075], &[131_075, 1], 3, 4, 4, &[false, true]);
-    let plan = ReducePlan::new(&it, DType::F32, DType::F32, &DeviceProps::h200()).unwrap();
+    let plan = ReducePlan::new(
+        &it,
+        &ReduceOp::Sum
+            .signature(DType::F32, Some(DType::F32))
+            .unwrap(),
+        &DeviceProps::h200(),
+    )
+    .unwrap();
     let c = plan.launches[0].config;
     assert!(c.should_global_reduce() && c.vectorize_input && c.should_block_x_reduce());
     assert_eq!(check_plan(&plan), Ok(2 * 131_075));
     // Vectorized rows whose warps split the input, starting mid-vector: the
     // head and tail must be reduced by warp 0 only.
     let it = TensorIterator::reduction(&[4, 16_384], &[16_384, 1], 1, 4, 4, &[false, true]);
-    let plan = ReducePlan::new(&it, DType::F32, DType::F32, &DeviceProps::h200()).unwrap();
+    let plan = ReducePlan::new(
+        &it,
+        &ReduceOp::Sum
+            .signature(DType::F32, Some(DType::F32))
+            .unwrap(),
+        &DeviceProps::h200(),
+    )
+    .unwrap();
     let c = plan.launches[0].config;
     assert!(c.vectorize_input && c.should_block_y_reduce() && !c.should_global_reduce());
     assert_eq!(check_plan(&plan), Ok(4 * 16_384));
     let it = TensorIterator::reduction(&[8192, 32], &[32, 1], 1, 4, 4, &[true, false]);
-    let plan = ReducePlan::new(&it, DType::F32, DType::F32, &DeviceProps::h200()).unwrap();
+    let plan = ReducePlan::new(
+        &it,
+        &ReduceOp::Sum
+            .signature(DType::F32, Some(DType::F32))
+            .unwrap(),
+        &DeviceProps::h200(),
+    )
+    .unwrap();
     let c = plan.launches[0].config;
     assert!(c.should_global_reduce() && !c.should_block_x_reduce());
     assert_eq!(check_plan(&plan), Ok(8192 * 32));
@@ -234,7 +261,14 @@ fn split_launches_cover_the_whole_iterator_once() {
         (vec![4, 3, 2], vec![1, big, 3], vec![true, true, false]),
     ] {
         let it = TensorIterator::reduction(&shape, &strides, 0, 2, 2, &mask);
-        let plan = ReducePlan::new(&it, DType::F16, DType::F16, &DeviceProps::h200()).unwrap();
+        let plan = ReducePlan::new(
+            &it,
+            &ReduceOp::Sum
+                .signature(DType::F16, Some(DType::F16))
+                .unwrap(),
+            &DeviceProps::h200(),
+        )
+        .unwrap();
         assert!(
             plan.launches.len() > 1,
             "{shape:?} {strides:?} should split"

@@ -3,8 +3,9 @@
 //! planner with the H200 preset.
 
 use serde_json::Value;
+use tensor_reduce::cuda::plan::{DeviceProps, ReducePlan};
 use tensor_reduce::iter::TensorIterator;
-use tensor_reduce::plan::{DeviceProps, ReducePlan};
+use tensor_reduce::reduce::ReduceOp;
 use tensor_reduce::{DType, Device, Tensor};
 
 /// The profiler's shared memory figure includes the kernel's static
@@ -40,7 +41,7 @@ fn plan_for(case: &Value) -> ReducePlan {
     let offset = case.get("offset").and_then(Value::as_u64).unwrap_or(0) as usize;
     let dims = usizes(&case["dims"]);
     let dtype = DType::from_name(case["dtype"].as_str().unwrap()).unwrap();
-    let out = dtype.sum_result();
+    let out = ReduceOp::Sum.output_dtype(dtype, None).unwrap();
     let mask: Vec<bool> = (0..shape.len()).map(|d| dims.contains(&d)).collect();
     let it = TensorIterator::reduction(
         &shape,
@@ -50,7 +51,12 @@ fn plan_for(case: &Value) -> ReducePlan {
         out.size_in_bytes(),
         &mask,
     );
-    ReducePlan::new(&it, dtype, out, &DeviceProps::h200()).expect("plans")
+    ReducePlan::new(
+        &it,
+        &ReduceOp::Sum.signature(dtype, Some(out)).unwrap(),
+        &DeviceProps::h200(),
+    )
+    .expect("plans")
 }
 
 #[test]
@@ -109,7 +115,9 @@ fn every_recorded_launch_matches() {
 fn explain_sum_agrees_with_the_raw_layout_path() {
     // The seed's small example through the public tensor API.
     let x = Tensor::zeros(&[2, 3, 4, 5], DType::F32, Device::Cpu).unwrap();
-    let plan = x.explain_sum(&[1], true, &DeviceProps::h200()).unwrap();
+    let plan = x
+        .explain(ReduceOp::Sum, &[1], true, &DeviceProps::h200())
+        .unwrap();
     let case = &fixture()["cases"][2];
     assert_eq!(plan, plan_for(case));
     assert_eq!(plan.launches[0].block, [8, 2, 1]);

@@ -5,17 +5,18 @@
 //! crate builds without a CUDA toolkit and a machine without a driver gets an
 //! [`Error::CudaUnavailable`] instead of a panic.
 
-mod kernel;
+pub mod kernel;
 mod nvrtc;
 mod params;
+pub mod plan;
 mod reduce;
 mod storage;
 
-pub use kernel::{disk_cache, CompiledKernel, KernelSpec, ReduceOpKind, OUTPUT_VEC_SIZES};
+pub use kernel::{disk_cache, CompiledKernel, OUTPUT_VEC_SIZES};
 pub use nvrtc::{nvrtc_available, nvrtc_version};
 pub(crate) use storage::CudaStorage;
 
-use crate::plan::DeviceProps;
+use plan::DeviceProps;
 
 use crate::{Error, Result};
 use cudarc::driver::{CudaContext, DriverError};
@@ -159,13 +160,16 @@ pub fn device_props(ordinal: usize) -> Result<DeviceProps> {
     Ok(props)
 }
 
-/// Sums on the GPU: the CUDA counterpart of [`crate::cpu::sum`] (a flat,
-/// contiguous result of `iter.num_output_elements()` elements of
-/// `out_dtype`, in output order, on the input's device).
-pub(crate) fn sum(
+/// Runs a reduction on the GPU: the CUDA counterpart of
+/// [`crate::cpu::reduce`] (a flat, contiguous result of `sig.output`
+/// holding the outputs in order, on the input's device). Casts are fused
+/// into the kernel's `reduce`, so the input is read where it is.
+pub(crate) fn reduce(
     input: &crate::Tensor,
-    iter: &crate::iter::TensorIterator,
-    out_dtype: crate::DType,
+    mask: &[bool],
+    sig: &crate::reduce::Signature,
+    params: crate::reduce::OpParams,
 ) -> Result<crate::Tensor> {
-    reduce::sum(input, iter, out_dtype)
+    let iter = crate::iter::TensorIterator::reduce_op(input, mask, sig.output);
+    reduce::reduce(input, &iter, sig, params)
 }

@@ -3,8 +3,9 @@
 //! [`LaunchPlan`]. The generated kernel source `static_assert`s the sizes computed
 //! here, so a layout drift fails at compile time.
 
+use crate::cuda::plan::{LaunchPlan, ReduceConfig};
 use crate::iter::TensorIterator;
-use crate::plan::{LaunchPlan, ReduceConfig};
+use crate::reduce::OpParams;
 use crate::{Error, Result};
 
 /// `TR_MAX_DIMS`: dims an offset calculator holds (PyTorch's `MAX_DIMS`).
@@ -183,6 +184,7 @@ impl ReduceArgs {
         out_elem_size: usize,
         acc_elem_size: usize,
         bufs: &Buffers,
+        params: OpParams,
     ) -> Result<ReduceArgs> {
         let it = &launch.iter;
         let nr = it.num_reduce_dims();
@@ -210,7 +212,7 @@ impl ReduceArgs {
             cta_buf: bufs.staging,
             semaphores: bufs.semaphores,
             base_idx: launch.base_idx as i64,
-            op_params: [0.0; 2],
+            op_params: params.values,
             accumulate: it.accumulate() as u32,
             final_output: it.final_output() as u32,
             noutputs: 1,

@@ -1,11 +1,12 @@
 //! The host side of `reduce_kernel`: PyTorch's `gpu_reduce_kernel` and
-//! `launch_reduce_kernel` for sum.
+//! `launch_reduce_kernel`, for any op.
 
-use super::kernel::{self, KernelSpec};
+use super::kernel;
 use super::params::{Buffers, ReduceArgs};
 use super::{driver_error, CudaStorage};
+use crate::cuda::plan::{LaunchPlan, ReducePlan};
 use crate::iter::TensorIterator;
-use crate::plan::{LaunchPlan, ReducePlan};
+use crate::reduce::{OpParams, Signature};
 use crate::tensor::storage::Storage;
 use crate::{DType, Device, Error, Result, Tensor};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
@@ -58,8 +59,13 @@ fn ensure(
     Ok(())
 }
 
-/// Sums on the GPU; see [`super::sum`].
-pub(crate) fn sum(input: &Tensor, iter: &TensorIterator, out_dtype: DType) -> Result<Tensor> {
+/// Runs `sig` on the GPU; see [`super::reduce`].
+pub(crate) fn reduce(
+    input: &Tensor,
+    iter: &TensorIterator,
+    sig: &Signature,
+    params: OpParams,
+) -> Result<Tensor> {
     let Storage::Cuda(storage) = &input.storage else {
         return Err(Error::DeviceMismatch {
             expected: Device::Cuda(0),
@@ -68,8 +74,9 @@ pub(crate) fn sum(input: &Tensor, iter: &TensorIterator, out_dtype: DType) -> Re
     };
     let ordinal = storage.ordinal();
     let props = super::device_props(ordinal)?;
-    let plan = ReducePlan::new(iter, input.dtype(), out_dtype, &props)?;
-    let (launches, acc_dtype) = (&plan.launches, plan.acc_dtype);
+    let plan = ReducePlan::new(iter, sig, &props)?;
+    let launches = &plan.launches;
+    let out_dtype = sig.output;
     let n_out = iter.num_output_elements();
     let out = CudaStorage::uninit(ordinal, out_dtype, n_out)?;
     let stream = storage.stream.clone();
@@ -140,19 +147,14 @@ pub(crate) fn sum(input: &Tensor, iter: &TensorIterator, out_dtype: DType) -> Re
             semaphores,
         };
         for l in launches {
-            let spec = KernelSpec::sum(
-                input.dtype(),
-                out_dtype,
-                l.config.vt0,
-                l.config.input_vec_size,
-            );
-            let k = kernel::loaded(ordinal, spec)?;
+            let k = kernel::loaded(ordinal, sig)?;
             let f = k.function(l.config.output_vec_size)?;
             let args = ReduceArgs::new(
                 l,
                 out_dtype.size_in_bytes(),
-                acc_dtype.size_in_bytes(),
+                sig.acc.size_in_bytes(),
                 &bufs,
+                params,
             )?;
             check_alignment(&args, l, input.dtype())?;
             let cfg = LaunchConfig {
@@ -167,8 +169,9 @@ pub(crate) fn sum(input: &Tensor, iter: &TensorIterator, out_dtype: DType) -> Re
             // this stream until the launch completes (buffers are freed in
             // stream order), and the plan's shape covers exactly the
             // iterator's elements.
-            unsafe { builder.launch(cfg) }
-                .map_err(|e| driver_error(ordinal, 0, &format!("launching {}", spec.label()), e))?;
+            unsafe { builder.launch(cfg) }.map_err(|e| {
+                driver_error(ordinal, 0, &format!("launching {}", kernel::label(sig)), e)
+            })?;
         }
     }
     drop(ws);

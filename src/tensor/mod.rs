@@ -1,6 +1,7 @@
 //! The strided [`Tensor`]: shared storage, a shape, element strides and a
 //! storage offset. Views (permute, narrow, expand, ...) never copy.
 
+mod cast;
 mod random;
 pub(crate) mod storage;
 pub(crate) mod view;

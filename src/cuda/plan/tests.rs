@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::iter::TensorIterator;
+use crate::reduce::{Accumulator, ReduceOp};
 use crate::{DType, Device, Tensor};
 
 fn contiguous(shape: &[usize]) -> Vec<isize> {
@@ -17,7 +18,7 @@ fn plan(
     reduce: &[usize],
     dtype: DType,
 ) -> ReducePlan {
-    let out = dtype.sum_result();
+    let out = ReduceOp::Sum.output_dtype(dtype, None).unwrap();
     let mask: Vec<bool> = (0..shape.len()).map(|d| reduce.contains(&d)).collect();
     let it = TensorIterator::reduction(
         shape,
@@ -27,7 +28,12 @@ fn plan(
         out.size_in_bytes(),
         &mask,
     );
-    ReducePlan::new(&it, dtype, out, &DeviceProps::h200()).unwrap()
+    ReducePlan::new(
+        &it,
+        &ReduceOp::Sum.signature(dtype, Some(out)).unwrap(),
+        &DeviceProps::h200(),
+    )
+    .unwrap()
 }
 
 fn only(p: &ReducePlan) -> &LaunchPlan {
@@ -164,13 +170,19 @@ fn narrow_by_one_element_loses_output_vectorization() {
     assert_eq!(shifted.storage_offset(), 1);
     let props = DeviceProps::h200();
     assert_eq!(
-        aligned.explain_sum(&[0], false, &props).unwrap().launches[0]
+        aligned
+            .explain(ReduceOp::Sum, &[0], false, &props)
+            .unwrap()
+            .launches[0]
             .config
             .output_vec_size,
         4
     );
     assert_eq!(
-        shifted.explain_sum(&[0], false, &props).unwrap().launches[0]
+        shifted
+            .explain(ReduceOp::Sum, &[0], false, &props)
+            .unwrap()
+            .launches[0]
             .config
             .output_vec_size,
         1
@@ -280,10 +292,10 @@ fn kernel_types_read_the_input_and_accumulate_in_the_outputs_acc_type() {
         (I64, I32, I64, I64, 4, false),
         (F16, I64, F16, I64, 8, true),
     ] {
-        let k = KernelTypes::for_sum(input, output);
+        let k = ReduceOp::Sum.signature(input, Some(output)).unwrap();
         assert_eq!(
-            (k.scalar, k.acc, k.out, k.input_vec_size, k.vt0),
-            (scalar, acc, output, vec, 4),
+            (k.input, k.acc, k.output, k.input_vec_size, k.vt0),
+            (scalar, Accumulator::Scalar(acc), output, vec, 4),
             "{input} -> {output}"
         );
         assert_eq!(k.can_accumulate_in_output(), can_acc, "{input} -> {output}");
@@ -295,7 +307,7 @@ fn integer_sums_read_the_input_in_place() {
     // An i32 view starting 1 element in: the kernel reads the i32 data where
     // it is, so the offset costs the output vectorization, as it would for f32.
     let p = plan(&[32, 64], &[64, 1], 1, &[0], DType::I32);
-    assert_eq!(p.kernel.scalar, DType::I32);
+    assert_eq!(p.signature.input, DType::I32);
     assert_eq!(p.iter.data_offset(TensorIterator::INPUT), 4);
     assert_eq!(only(&p).config.output_vec_size, 1);
     assert_eq!(only(&p).config.element_size_bytes, 8);
@@ -323,8 +335,22 @@ fn staging_is_sized_to_the_slots_the_kernel_addresses() {
 #[test]
 fn bad_arguments_are_errors_not_panics() {
     let it = TensorIterator::reduction(&[4, 4], &[4, 1], 0, 4, 4, &[false, true]);
-    assert!(ReducePlan::new(&it, DType::F64, DType::F64, &DeviceProps::h200()).is_err());
-    assert!(ReducePlan::new(&it, DType::F32, DType::F16, &DeviceProps::h200()).is_err());
+    assert!(ReducePlan::new(
+        &it,
+        &ReduceOp::Sum
+            .signature(DType::F64, Some(DType::F64))
+            .unwrap(),
+        &DeviceProps::h200()
+    )
+    .is_err());
+    assert!(ReducePlan::new(
+        &it,
+        &ReduceOp::Sum
+            .signature(DType::F32, Some(DType::F16))
+            .unwrap(),
+        &DeviceProps::h200()
+    )
+    .is_err());
     for bad in [
         DeviceProps {
             sm_count: 0,
@@ -344,14 +370,26 @@ fn bad_arguments_are_errors_not_panics() {
         },
     ] {
         assert!(matches!(
-            ReducePlan::new(&it, DType::F32, DType::F32, &bad),
+            ReducePlan::new(
+                &it,
+                &ReduceOp::Sum
+                    .signature(DType::F32, Some(DType::F32))
+                    .unwrap(),
+                &bad
+            ),
             Err(Error::Unsupported(_))
         ));
     }
     // A stride so large that every 32-bit piece holds one element.
     let it = TensorIterator::reduction(&[1 << 20], &[1 << 31], 0, 4, 4, &[true]);
     assert!(matches!(
-        ReducePlan::new(&it, DType::F32, DType::F32, &DeviceProps::h200()),
+        ReducePlan::new(
+            &it,
+            &ReduceOp::Sum
+                .signature(DType::F32, Some(DType::F32))
+                .unwrap(),
+            &DeviceProps::h200()
+        ),
         Err(Error::Unsupported(_))
     ));
 }
@@ -363,7 +401,14 @@ fn a_tiny_device_changes_only_the_cta_split() {
         ..DeviceProps::h200()
     };
     let it = TensorIterator::reduction(&[1 << 25], &[1], 0, 4, 4, &[true]);
-    let p = ReducePlan::new(&it, DType::F32, DType::F32, &tiny).unwrap();
+    let p = ReducePlan::new(
+        &it,
+        &ReduceOp::Sum
+            .signature(DType::F32, Some(DType::F32))
+            .unwrap(),
+        &tiny,
+    )
+    .unwrap();
     // target 2 * 4 = 8; ctas = max(min(8, 4096), 256) = 256.
     assert_eq!(only(&p).grid, [1, 256, 1]);
     assert_eq!(

@@ -5,8 +5,9 @@
 //! Everything here is a pure function of the iterator, the kernel's types
 //! and the device properties.
 
-use super::{DeviceProps, KernelTypes, ReduceConfig};
+use super::{DeviceProps, ReduceConfig};
 use crate::iter::TensorIterator;
+use crate::reduce::Signature;
 
 /// `ReduceConfig::BLOCK_X`: index of the lane (threadIdx.x) multiplier.
 pub const BLOCK_X: usize = 0;
@@ -71,7 +72,7 @@ impl ReduceConfig {
         element_size_bytes: u32,
         num_outputs: u32,
         num_inputs: u32,
-        types: &KernelTypes,
+        signature: &Signature,
         warp_size: u32,
     ) -> ReduceConfig {
         ReduceConfig {
@@ -88,10 +89,10 @@ impl ReduceConfig {
             num_threads: 1,
             vectorize_input: false,
             output_vec_size: 1,
-            input_vec_size: types.input_vec_size,
-            vt0: types.vt0,
+            input_vec_size: signature.input_vec_size,
+            vt0: signature.vt0,
             warp_size,
-            max_num_threads: types.max_num_threads,
+            max_num_threads: signature.max_num_threads,
         }
     }
 
@@ -319,17 +320,17 @@ pub fn get_output_vec_size(iter: &TensorIterator, scalar_size: u64) -> u32 {
 /// iterator that is 32-bit indexable and not empty.
 pub fn set_reduce_config(
     iter: &TensorIterator,
-    types: &KernelTypes,
+    signature: &Signature,
     props: &DeviceProps,
 ) -> (ReduceConfig, Decisions) {
     let num_outputs = iter.num_output_elements() as u64;
     let inputs_per_output = iter.numel() as u64 / num_outputs;
-    let scalar_size = types.scalar.size_in_bytes() as i64;
+    let scalar_size = signature.input.size_in_bytes() as i64;
     let mut config = ReduceConfig::new(
-        types.acc.size_in_bytes() as u32,
+        signature.acc.size_in_bytes() as u32,
         num_outputs as u32,
         inputs_per_output as u32,
-        types,
+        signature,
         props.warp_size,
     );
     let in_strides = iter.strides(TensorIterator::INPUT);

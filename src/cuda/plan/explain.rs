@@ -8,16 +8,23 @@ use std::fmt::{self, Display, Formatter, Write as _};
 impl Display for ReducePlan {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         let p = &self.props;
+        let sig = &self.signature;
+        let cast = sig
+            .cast
+            .map(|c| format!(", each element cast to {c} first"))
+            .unwrap_or_default();
         writeln!(
             f,
-            "sum {} -> {} (accumulating in {}) on {} ({} SMs, {} threads/SM, warp {})",
-            self.input_dtype,
-            self.output_dtype,
-            self.acc_dtype,
-            p.name,
-            p.sm_count,
-            p.max_threads_per_sm,
-            p.warp_size
+            "{} {} -> {} on {} ({} SMs, {} threads/SM, warp {})",
+            sig.op, sig.input, sig.output, p.name, p.sm_count, p.max_threads_per_sm, p.warp_size
+        )?;
+        writeln!(
+            f,
+            "functor {} (computing in {}{cast}), accumulator {}, identity {}",
+            sig.op.functor(),
+            sig.compute,
+            sig.acc,
+            sig.op.identity_text()
         )?;
         let it = &self.iter;
         writeln!(
@@ -36,7 +43,12 @@ impl Display for ReducePlan {
         if self.launches.is_empty() {
             return writeln!(
                 f,
-                "no launch: the input has no elements (the result is all zeros)"
+                "no launch: the input has no elements ({})",
+                match sig.op.empty_rule() {
+                    crate::reduce::EmptyRule::Fill(v) => format!("every output is {v}"),
+                    crate::reduce::EmptyRule::NoIdentity =>
+                        "an error: the op has no identity".to_string(),
+                }
             );
         }
         if self.launches.len() > 1 {
@@ -49,8 +61,8 @@ impl Display for ReducePlan {
         if self.needs_acc_buffer {
             writeln!(
                 f,
-                "accumulation buffer: {} B of {} partial sums, since a {} output cannot accumulate across launches",
-                self.acc_buffer_bytes, self.acc_dtype, self.output_dtype
+                "accumulation buffer: {} B of {} partials, since a {} output cannot accumulate across launches",
+                self.acc_buffer_bytes, sig.acc, sig.output
             )?;
         }
         for (i, launch) in self.launches.iter().enumerate() {
@@ -189,7 +201,7 @@ fn write_launch(
 pub(super) fn why_lines(plan: &ReducePlan, launch: &LaunchPlan) -> Vec<String> {
     let c = &launch.config;
     let d = &launch.decisions;
-    let scalar = plan.kernel.scalar;
+    let scalar = plan.signature.input;
     let scalar_size = scalar.size_in_bytes() as i64;
     let mut out = Vec::new();
 

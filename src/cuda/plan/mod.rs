@@ -1,7 +1,7 @@
 //! Launch planning for the GPU: a port of PyTorch's `ReduceConfig` and
 //! `setReduceConfig` (`aten/src/ATen/native/cuda/Reduce.cuh`, PyTorch 2.11),
 //! plus the host driver decisions of `gpu_reduce_kernel` and the dtype
-//! dispatch of `sum_kernel_cuda` (`ReduceSumProdKernel.cu`).
+//! dispatch of the ops' kernels (`ReduceSumProdKernel.cu` and its siblings).
 //!
 //! CONTRACT (shared by the plan and CUDA work):
 //! - [`DeviceProps`]: the GPU properties the heuristic reads, with presets.
@@ -26,6 +26,7 @@ pub use config::{
 };
 
 use crate::iter::TensorIterator;
+use crate::reduce::Signature;
 use crate::{DType, Error, Result};
 
 /// More launches than this means a pathological layout (e.g. a stride so
@@ -100,25 +101,6 @@ pub struct ReduceConfig {
     pub max_num_threads: u32,
 }
 
-/// The template arguments PyTorch instantiates for a sum:
-/// `gpu_reduce_kernel<scalar_t, out_scalar_t, vt0, input_vec_size>` with
-/// `arg_t` from the functor.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct KernelTypes {
-    /// `scalar_t`: the element type the kernel reads.
-    pub scalar: DType,
-    /// `arg_t`: the accumulator.
-    pub acc: DType,
-    /// `out_scalar_t`: the element type the kernel writes.
-    pub out: DType,
-    /// `vt0`: independent accumulators per thread (4 for sum).
-    pub vt0: u32,
-    /// `input_vec_size`: 8 for 16-bit inputs (PyTorch PR #165055), else `vt0`.
-    pub input_vec_size: u32,
-    /// `mnt_wrapper<scalar_t>::MAX_NUM_THREADS`.
-    pub max_num_threads: u32,
-}
-
 /// One `reduce_kernel<nt, output_vec_size>` launch.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LaunchPlan {
@@ -126,7 +108,7 @@ pub struct LaunchPlan {
     pub iter: TensorIterator,
     /// `setReduceConfig`'s result for this sub-iterator.
     pub config: ReduceConfig,
-    /// Launch bound: `512 / output_vec_size`.
+    /// Launch bound: `max_num_threads / output_vec_size`.
     pub nt: u32,
     /// `config.grid()`.
     pub grid: [u32; 3],
@@ -149,17 +131,14 @@ pub struct LaunchPlan {
 }
 
 /// Everything the GPU backend needs to run one reduction, and what
-/// `explain_sum` shows.
+/// `explain` shows.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ReducePlan {
     /// The whole iterator, after reorder and coalesce, as the caller built it.
     pub iter: TensorIterator,
-    /// Element type of the caller's input.
-    pub input_dtype: DType,
-    /// Element type of the result.
-    pub output_dtype: DType,
-    /// The accumulator (`arg_t`).
-    pub acc_dtype: DType,
+    /// The op, its types and its kernel settings: everything the kernel is
+    /// instantiated on.
+    pub signature: Signature,
     /// The device planned for.
     pub props: DeviceProps,
     /// One launch per 32-bit sub-iterator of [`ReducePlan::iter`].
@@ -171,8 +150,6 @@ pub struct ReducePlan {
     /// Bytes of that accumulation buffer (0 when not needed): PyTorch's
     /// `output_memory_size * sizeof(arg_t)`.
     pub acc_buffer_bytes: u64,
-    /// The kernel's template arguments.
-    pub kernel: KernelTypes,
 }
 
 impl DeviceProps {
@@ -246,59 +223,22 @@ impl DeviceProps {
     }
 }
 
-impl KernelTypes {
-    /// The kernel this crate runs for an input of `input` summed into
-    /// `output`: it reads the input as it is and casts each element to the
-    /// output's accumulator in `reduce` (`arg_t`: f32 for 16-bit floats and
-    /// f32, f64, i64 for integers and bool), then casts to `output` in
-    /// `project`.
-    ///
-    /// PyTorch differs for mixed dtypes (an i32 input summed to i64, most
-    /// `dtype=` casts): `make_reduction_from_out_ty` first copies the whole
-    /// input to the output dtype, one more kernel and a full-size
-    /// temporary. Fusing the cast gives the same values (for an i32 output,
-    /// i64 accumulation truncated at the end equals PyTorch's wrapping i32
-    /// accumulation) with one pass over the input. Same-dtype sums, the f16/
-    /// bf16 → f32 sums and every recorded PyTorch launch are unaffected.
-    pub fn for_sum(input: DType, output: DType) -> KernelTypes {
-        let vt0 = 4;
-        // PyTorch PR #165055: 16-bit inputs load 8 elements (16 bytes) at once.
-        let input_vec_size = if input.size_in_bytes() == 2 { 8 } else { vt0 };
-        KernelTypes {
-            scalar: input,
-            acc: output.accumulator(),
-            out: output,
-            vt0,
-            input_vec_size,
-            max_num_threads: 512,
-        }
-    }
-
-    /// `can_accumulate_in_output` of `gpu_reduce_kernel`: whether a partial
-    /// sum can wait in the output between the launches of a split. PyTorch
-    /// says no for half→half and bf16→bf16 (every partial would round);
-    /// with the cast fused into the kernel the general rule is that the
-    /// output must be the accumulator type (an i32 output cannot hold an
-    /// i64 partial either).
-    pub fn can_accumulate_in_output(&self) -> bool {
-        self.out == self.acc
-    }
-}
-
 impl ReducePlan {
-    /// Plans the launches for `iter` (built for an input of `input_dtype` and
-    /// an output of `output_dtype`) on a device with `props`, as PyTorch's
-    /// `gpu_reduce_kernel` does: the kernel's types ([`KernelTypes::for_sum`]),
-    /// the 32-bit split, and one `setReduceConfig` per sub-iterator. This is
-    /// exactly what the CUDA backend launches.
+    /// Plans the launches of `signature` (an op on an input dtype) over
+    /// `iter` on a device with `props`, as PyTorch's `gpu_reduce_kernel`
+    /// does: the 32-bit split, the accumulation buffer, and one
+    /// `setReduceConfig` per sub-iterator. This is exactly what the CUDA
+    /// backend launches.
     ///
     /// An iterator with no elements plans zero launches.
     ///
     /// ```
-    /// use tensor_reduce::{iter::TensorIterator, plan::{DeviceProps, ReducePlan}, DType};
+    /// use tensor_reduce::{cuda::plan::{DeviceProps, ReducePlan}, iter::TensorIterator};
+    /// use tensor_reduce::{reduce::ReduceOp, DType};
     /// // x = [2^25] f32, x.sum(): one launch, 528 CTAs sharing the output.
     /// let it = TensorIterator::reduction(&[1 << 25], &[1], 0, 4, 4, &[true]);
-    /// let plan = ReducePlan::new(&it, DType::F32, DType::F32, &DeviceProps::h200())?;
+    /// let sum = ReduceOp::Sum.signature(DType::F32, None)?;
+    /// let plan = ReducePlan::new(&it, &sum, &DeviceProps::h200())?;
     /// let launch = &plan.launches[0];
     /// assert_eq!((launch.grid, launch.block), ([1, 528, 1], [512, 1, 1]));
     /// assert!(launch.config.should_global_reduce());
@@ -306,36 +246,31 @@ impl ReducePlan {
     /// ```
     pub fn new(
         iter: &TensorIterator,
-        input_dtype: DType,
-        output_dtype: DType,
+        signature: &Signature,
         props: &DeviceProps,
     ) -> Result<ReducePlan> {
         props.validate()?;
-        check_element_size(iter, TensorIterator::INPUT, "input", input_dtype)?;
-        check_element_size(iter, TensorIterator::OUTPUT, "output", output_dtype)?;
-        let kernel = KernelTypes::for_sum(input_dtype, output_dtype);
+        check_element_size(iter, TensorIterator::INPUT, "input", signature.input)?;
+        check_element_size(iter, TensorIterator::OUTPUT, "output", signature.output)?;
         let mut plan = ReducePlan {
             iter: iter.clone(),
-            input_dtype,
-            output_dtype,
-            acc_dtype: kernel.acc,
+            signature: *signature,
             props: props.clone(),
             launches: Vec::new(),
             needs_acc_buffer: false,
             acc_buffer_bytes: 0,
-            kernel,
         };
         if iter.numel() == 0 {
             return Ok(plan);
         }
         let sub_iters = split_32bit(iter, MAX_LAUNCHES)?;
-        plan.needs_acc_buffer = !kernel.can_accumulate_in_output() && sub_iters.len() > 1;
+        plan.needs_acc_buffer = !signature.can_accumulate_in_output() && sub_iters.len() > 1;
         if plan.needs_acc_buffer {
-            plan.acc_buffer_bytes = acc_buffer_bytes(iter, kernel.acc);
+            plan.acc_buffer_bytes = acc_buffer_bytes(iter, signature.acc.size_in_bytes());
         }
         plan.launches = sub_iters
             .into_iter()
-            .map(|sub| plan_launch(sub, &kernel, props))
+            .map(|sub| plan_launch(sub, signature, props))
             .collect();
         Ok(plan)
     }
@@ -354,8 +289,8 @@ fn check_element_size(iter: &TensorIterator, arg: usize, what: &str, dtype: DTyp
 
 /// One launch: `setReduceConfig` on a 32-bit sub-iterator and the sizes
 /// `gpu_reduce_kernel` / `launch_reduce_kernel` derive from it.
-fn plan_launch(iter: TensorIterator, kernel: &KernelTypes, props: &DeviceProps) -> LaunchPlan {
-    let (config, decisions) = set_reduce_config(&iter, kernel, props);
+fn plan_launch(iter: TensorIterator, signature: &Signature, props: &DeviceProps) -> LaunchPlan {
+    let (config, decisions) = set_reduce_config(&iter, signature, props);
     let base_idx = iter.view_offsets().first().copied().unwrap_or(0) as u64;
     LaunchPlan {
         config,
@@ -384,7 +319,7 @@ pub fn split_32bit(iter: &TensorIterator, limit: usize) -> Result<Vec<TensorIter
 
 /// The `AccumulationBuffer` size of `gpu_reduce_kernel`: the output's byte
 /// footprint in elements, times `sizeof(arg_t)`.
-fn acc_buffer_bytes(iter: &TensorIterator, acc: DType) -> u64 {
+fn acc_buffer_bytes(iter: &TensorIterator, acc_size: usize) -> u64 {
     let out_elt = iter.element_size(TensorIterator::OUTPUT) as u64;
     let footprint = iter
         .shape()
@@ -392,5 +327,5 @@ fn acc_buffer_bytes(iter: &TensorIterator, acc: DType) -> u64 {
         .zip(iter.strides(TensorIterator::OUTPUT))
         .map(|(&n, &s)| n as u64 * s.unsigned_abs())
         .fold(out_elt, u64::max);
-    footprint / out_elt * acc.size_in_bytes() as u64
+    footprint / out_elt * acc_size as u64
 }

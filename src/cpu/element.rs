@@ -1,70 +1,9 @@
-//! The innermost loops of the CPU backend: accumulator types and how each
-//! element type is loaded into them.
+//! The innermost loops of the CPU backend: how each element type is loaded
+//! into the compute type and folded into accumulators by a functor.
 
+use super::ops::{Compute, ReduceOps};
 use crate::{bf16, f16, Element};
 use half::slice::HalfFloatSliceExt;
-
-/// An accumulator type (PyTorch's `acc_type`): f32, f64 or i64.
-pub(crate) trait Acc: Copy + Send + Sync + PartialEq + std::fmt::Debug + 'static {
-    const ZERO: Self;
-    /// The sum's `+`: IEEE addition for floats, wrapping for integers (as C++ int64 in practice).
-    fn add(self, other: Self) -> Self;
-    /// Converts an input element (torch's cast to the accumulator type).
-    fn from_elem<T: Element>(x: T) -> Self;
-    /// Converts to the output type (torch's `project` of a sum).
-    fn cast<O: Element>(self) -> O;
-
-    /// Combines 8 lanes pairwise: ((0+1)+(2+3))+((4+5)+(6+7)).
-    #[inline(always)]
-    fn combine_lanes(l: &[Self; 8]) -> Self {
-        (l[0].add(l[1]).add(l[2].add(l[3]))).add(l[4].add(l[5]).add(l[6].add(l[7])))
-    }
-}
-
-impl Acc for f32 {
-    const ZERO: f32 = 0.0;
-    #[inline(always)]
-    fn add(self, o: f32) -> f32 {
-        self + o
-    }
-    #[inline(always)]
-    fn from_elem<T: Element>(x: T) -> f32 {
-        x.to_f32()
-    }
-    fn cast<O: Element>(self) -> O {
-        O::from_f32(self)
-    }
-}
-
-impl Acc for f64 {
-    const ZERO: f64 = 0.0;
-    #[inline(always)]
-    fn add(self, o: f64) -> f64 {
-        self + o
-    }
-    #[inline(always)]
-    fn from_elem<T: Element>(x: T) -> f64 {
-        x.to_f64()
-    }
-    fn cast<O: Element>(self) -> O {
-        O::from_f64(self)
-    }
-}
-
-impl Acc for i64 {
-    const ZERO: i64 = 0;
-    #[inline(always)]
-    fn add(self, o: i64) -> i64 {
-        self.wrapping_add(o)
-    }
-    #[inline(always)]
-    fn from_elem<T: Element>(x: T) -> i64 {
-        x.to_i64()
-    }
-    fn cast<O: Element>(self) -> O {
-        O::from_i64(self)
-    }
-}
 
 /// Elements at most this many are converted per block on the stack.
 const BLOCK: usize = 1024;
@@ -76,51 +15,74 @@ const BLOCK: usize = 1024;
 /// conversion (one feature check per block); bf16 is the top half of an f32,
 /// so it converts with a shift (see [`bf16_to_f32`]).
 pub(crate) trait CpuElement: Element {
-    /// Converts one element to the accumulator type.
+    /// Converts one element to the compute type.
     #[inline(always)]
-    fn widen<A: Acc>(self) -> A {
-        A::from_elem(self)
+    fn widen<W: Compute>(self) -> W {
+        W::from_elem(self)
     }
 
-    /// Adds `x[i]` into lane `i % 8`.
+    /// Folds `x[i]` (reduce index `first + i`) into lane `i % 8`.
     #[inline(always)]
-    fn accumulate_contiguous<A: Acc>(x: &[Self], lanes: &mut [A; 8]) {
-        accumulate_lanes(x, lanes, Self::widen);
+    fn accumulate_contiguous<W: Compute, R: ReduceOps<W>>(
+        x: &[Self],
+        first: usize,
+        op: &R,
+        lanes: &mut [R::Acc; 8],
+    ) {
+        accumulate_lanes(x, first, op, lanes, Self::widen);
     }
 
-    /// Adds `data[start + i * stride]` for `i < n` into lane `i % 8`.
+    /// Folds `data[start + i * stride]` (reduce index `first + i`) for
+    /// `i < n` into lane `i % 8`.
     #[inline(always)]
-    fn accumulate_strided<A: Acc>(
+    #[allow(clippy::too_many_arguments)]
+    fn accumulate_strided<W: Compute, R: ReduceOps<W>>(
         data: &[Self],
         start: usize,
         stride: usize,
         n: usize,
-        lanes: &mut [A; 8],
+        first: usize,
+        op: &R,
+        lanes: &mut [R::Acc; 8],
     ) {
         for i in 0..n {
-            lanes[i % 8] = lanes[i % 8].add(data[start + i * stride].widen());
+            lanes[i % 8] = op.reduce(lanes[i % 8], data[start + i * stride].widen(), first + i);
         }
     }
 
-    /// Adds `x[j]` into `acc[j]` (a row of a column sum).
+    /// Folds `x[j]` into `acc[j]`: one input row of a column reduction, at
+    /// reduce index `idx`.
     #[inline(always)]
-    fn accumulate_row<A: Acc>(x: &[Self], acc: &mut [A]) {
+    fn accumulate_row<W: Compute, R: ReduceOps<W>>(
+        x: &[Self],
+        idx: usize,
+        op: &R,
+        acc: &mut [R::Acc],
+    ) {
         for (a, &v) in acc.iter_mut().zip(x) {
-            *a = a.add(v.widen());
+            *a = op.reduce(*a, v.widen(), idx);
         }
     }
 }
 
 #[inline(always)]
-fn accumulate_lanes<T: Copy, A: Acc>(x: &[T], lanes: &mut [A; 8], conv: impl Fn(T) -> A) {
+fn accumulate_lanes<T: Copy, W: Compute, R: ReduceOps<W>>(
+    x: &[T],
+    first: usize,
+    op: &R,
+    lanes: &mut [R::Acc; 8],
+    conv: impl Fn(T) -> W,
+) {
     let mut chunks = x.chunks_exact(8);
+    let mut i = first;
     for c in &mut chunks {
         for j in 0..8 {
-            lanes[j] = lanes[j].add(conv(c[j]));
+            lanes[j] = op.reduce(lanes[j], conv(c[j]), i + j);
         }
+        i += 8;
     }
     for (j, &v) in chunks.remainder().iter().enumerate() {
-        lanes[j] = lanes[j].add(conv(v));
+        lanes[j] = op.reduce(lanes[j], conv(v), i + j);
     }
 }
 
@@ -168,14 +130,26 @@ macro_rules! half_blocks {
         impl CpuElement for $t {
             $($widen)?
 
-            fn accumulate_contiguous<A: Acc>(x: &[Self], lanes: &mut [A; 8]) {
-                for_each_f32_block(x, $convert, |_, b| accumulate_lanes(b, lanes, A::from_elem::<f32>));
+            fn accumulate_contiguous<W: Compute, R: ReduceOps<W>>(
+                x: &[Self],
+                first: usize,
+                op: &R,
+                lanes: &mut [R::Acc; 8],
+            ) {
+                for_each_f32_block(x, $convert, |start, b| {
+                    accumulate_lanes(b, first + start, op, lanes, W::from_elem::<f32>)
+                });
             }
 
-            fn accumulate_row<A: Acc>(x: &[Self], acc: &mut [A]) {
+            fn accumulate_row<W: Compute, R: ReduceOps<W>>(
+                x: &[Self],
+                idx: usize,
+                op: &R,
+                acc: &mut [R::Acc],
+            ) {
                 for_each_f32_block(x, $convert, |start, b| {
                     for (a, &v) in acc[start..start + b.len()].iter_mut().zip(b) {
-                        *a = a.add(A::from_elem(v));
+                        *a = op.reduce(*a, W::from_elem(v), idx);
                     }
                 });
             }
@@ -202,13 +176,14 @@ half_blocks!(
         }
     },
     #[inline(always)]
-    fn widen<A: Acc>(self) -> A {
-        A::from_elem(bf16_to_f32(self))
+    fn widen<W: Compute>(self) -> W {
+        W::from_elem(bf16_to_f32(self))
     }
 );
 
 #[cfg(test)]
 mod tests {
+    use super::super::ops::SumOps;
     use super::*;
 
     #[test]
@@ -217,9 +192,9 @@ mod tests {
             .map(|i| f16::from_f32((i % 17) as f32 * 0.25 - 2.0))
             .collect();
         let mut a = [0f32; 8];
-        f16::accumulate_contiguous(&x, &mut a);
+        f16::accumulate_contiguous(&x, 0, &SumOps, &mut a);
         let mut b = [0f32; 8];
-        accumulate_lanes(&x, &mut b, |v: f16| v.to_f32());
+        accumulate_lanes(&x, 0, &SumOps, &mut b, |v: f16| v.to_f32());
         assert_eq!(a, b);
     }
 
@@ -236,10 +211,5 @@ mod tests {
                 "{bits:#x}"
             );
         }
-    }
-
-    #[test]
-    fn integer_sums_wrap() {
-        assert_eq!(i64::MAX.add(1), i64::MIN);
     }
 }

@@ -1,0 +1,344 @@
+//! The CPU's reduction trees: how the reduced index range of each output is
+//! cut up, ordered and spread over threads, for any functor.
+//!
+//! Two loop shapes cover every iterator:
+//! - **inner**: each output reduces its own slice of the input; used when the
+//!   reduced dims include the fastest-moving one (or no output dim is
+//!   contiguous). Outputs run in parallel.
+//! - **outer** (column reductions): the fastest output dim is contiguous in
+//!   the input, so a tile of neighbouring outputs folds whole input rows at a
+//!   time and the loads stay contiguous and vectorised.
+//!
+//! Both are pairwise: the reduced index range is halved recursively down to
+//! leaves of at most [`LEAF`] elements, which are folded into several
+//! independent accumulators. The tree depends only on the shape, so the
+//! result is bitwise the same whatever the number of threads (rayon only
+//! decides which thread computes which subtree), and f32 rounding error of a
+//! sum grows like `log n` rather than `n`.
+
+use super::element::CpuElement;
+use super::ops::{Compute, ReduceOps};
+use crate::iter::TensorIterator;
+use crate::{Error, Result};
+use rayon::prelude::*;
+
+/// Elements summed sequentially (over 8 lanes) at the bottom of the pairwise tree.
+const LEAF: usize = 1024;
+/// Outputs one column tile accumulates: 4 KiB of f32 accumulators, so each
+/// input row of a tile is a page-sized contiguous read. Narrower tiles walk
+/// the input in short pieces one row stride apart, and each piece then costs
+/// a TLB miss and a prefetcher restart (64 outputs made outer_8k_8k 3x slower).
+const TILE: usize = 1024;
+/// Rows a column tile adds sequentially at the bottom of its pairwise tree.
+const OUTER_LEAF_ROWS: usize = 128;
+/// Work (elements) below which a subtree is not split across threads.
+const PARALLEL_GRAIN: usize = 1 << 16;
+
+/// The iterator in element units, split into its reduced and output parts.
+struct Layout {
+    /// (size, input stride in elements) of the reduced dims, fastest first.
+    reduce: Vec<(usize, usize)>,
+    /// (size, input stride in elements) of the output dims, fastest first.
+    output: Vec<(usize, usize)>,
+    base: usize,
+    num_outputs: usize,
+    num_inputs: usize,
+}
+
+impl Layout {
+    fn new(iter: &TensorIterator) -> Layout {
+        let esize = iter.element_size(TensorIterator::INPUT) as i64;
+        let nr = iter.num_reduce_dims();
+        let dims: Vec<(usize, usize)> = iter
+            .shape()
+            .iter()
+            .zip(iter.strides(TensorIterator::INPUT))
+            .map(|(&n, &s)| (n, (s / esize) as usize))
+            .collect();
+        // The output is contiguous and its dims are ordered by ascending
+        // output stride, so output index o lives at element o. Checked once
+        // here rather than recomputed per element.
+        let mut expected = iter.element_size(TensorIterator::OUTPUT) as i64;
+        for (&n, &s) in iter.shape()[nr..]
+            .iter()
+            .zip(&iter.strides(TensorIterator::OUTPUT)[nr..])
+        {
+            assert!(
+                n == 1 || s == expected,
+                "internal: the iterator's output dims are contiguous in order"
+            );
+            expected *= n as i64;
+        }
+        Layout {
+            reduce: dims[..nr].to_vec(),
+            output: dims[nr..].to_vec(),
+            base: (iter.data_offset(TensorIterator::INPUT) / esize as u64) as usize,
+            num_outputs: iter.num_output_elements(),
+            num_inputs: dims[..nr].iter().map(|d| d.0).product(),
+        }
+    }
+
+    /// Input offset of the `k`-th element of a dim list's index space.
+    fn offset(dims: &[(usize, usize)], mut k: usize) -> usize {
+        let mut off = 0;
+        for &(n, s) in dims {
+            off += (k % n) * s;
+            k /= n;
+        }
+        off
+    }
+
+    /// Column tiles apply when the fastest output dim is contiguous in the
+    /// input while the fastest reduced dim is not.
+    fn is_outer(&self) -> bool {
+        matches!(self.output.first(), Some(&(n, 1)) if n > 1)
+            && self.reduce.first().is_some_and(|&(_, s)| s != 1)
+    }
+}
+
+/// Reduces `data` as `iter` describes with `op`: one accumulator per output,
+/// in output order.
+pub(super) fn reduce<T: CpuElement, W: Compute, R: ReduceOps<W>>(
+    data: &[T],
+    iter: &TensorIterator,
+    op: &R,
+) -> Result<Vec<R::Acc>> {
+    let layout = Layout::new(iter);
+    let mut out = try_filled(layout.num_outputs, op.identity())?;
+    if layout.is_outer() {
+        reduce_outer(data, &layout, op, &mut out);
+    } else {
+        reduce_inner(data, &layout, op, &mut out);
+    }
+    Ok(out)
+}
+
+/// `n` copies of `v`, or an error instead of an abort when a shape asks for
+/// more memory than there is.
+fn try_filled<A: Clone>(n: usize, v: A) -> Result<Vec<A>> {
+    let mut out = Vec::new();
+    out.try_reserve_exact(n).map_err(|_| Error::OutOfMemory {
+        bytes: n.saturating_mul(std::mem::size_of::<A>()),
+    })?;
+    out.resize(n, v);
+    Ok(out)
+}
+
+fn reduce_inner<T: CpuElement, W: Compute, R: ReduceOps<W>>(
+    data: &[T],
+    l: &Layout,
+    op: &R,
+    out: &mut [R::Acc],
+) {
+    let grain = (PARALLEL_GRAIN / l.num_inputs.max(1)).max(1);
+    // Outputs in blocks of `grain`, each block walking its outputs with a
+    // running offset: with many short rows, a division per output dim per
+    // output would cost more than the row itself.
+    out.par_chunks_mut(grain)
+        .enumerate()
+        .for_each(|(block, out)| {
+            let mut cursor = Cursor::new(&l.output, block * grain);
+            for o in out {
+                let base = l.base + cursor.offset;
+                *o = match l.reduce.as_slice() {
+                    // Nothing reduced (e.g. only size-1 dims): one element,
+                    // still folded into the identity, so a sum of -0.0 is +0.0.
+                    [] => op.reduce(op.identity(), data[base].widen(), 0),
+                    // One contiguous run: the common row reduction, without index arithmetic.
+                    [(n, 1)] => contiguous_tree(&data[base..base + n], 0, op),
+                    _ => inner_tree(data, base, &l.reduce, 0, l.num_inputs, op),
+                };
+                cursor.advance();
+            }
+        });
+}
+
+/// A position in a dim list's index space and its input offset, advanced
+/// one element at a time (fastest dim first) without dividing.
+struct Cursor<'a> {
+    dims: &'a [(usize, usize)],
+    index: smallvec::SmallVec<[usize; 6]>,
+    offset: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn new(dims: &'a [(usize, usize)], mut k: usize) -> Cursor<'a> {
+        let offset = Layout::offset(dims, k);
+        let index = dims
+            .iter()
+            .map(|&(n, _)| {
+                let i = k % n;
+                k /= n;
+                i
+            })
+            .collect();
+        Cursor {
+            dims,
+            index,
+            offset,
+        }
+    }
+
+    fn advance(&mut self) {
+        for (i, &(n, s)) in self.index.iter_mut().zip(self.dims) {
+            *i += 1;
+            self.offset += s;
+            if *i < n {
+                return;
+            }
+            self.offset -= n * s;
+            *i = 0;
+        }
+    }
+}
+
+/// Combines 8 lanes pairwise: ((0+1)+(2+3))+((4+5)+(6+7)).
+#[inline(always)]
+fn combine_lanes<W: Compute, R: ReduceOps<W>>(op: &R, l: &[R::Acc; 8]) -> R::Acc {
+    let c = |a, b| op.combine(a, b);
+    c(
+        c(c(l[0], l[1]), c(l[2], l[3])),
+        c(c(l[4], l[5]), c(l[6], l[7])),
+    )
+}
+
+/// Pairwise reduction of a contiguous slice whose first element has reduce
+/// index `first`.
+fn contiguous_tree<T: CpuElement, W: Compute, R: ReduceOps<W>>(
+    x: &[T],
+    first: usize,
+    op: &R,
+) -> R::Acc {
+    if x.len() <= LEAF {
+        let mut lanes = [op.identity(); 8];
+        T::accumulate_contiguous(x, first, op, &mut lanes);
+        return combine_lanes(op, &lanes);
+    }
+    let mid = split_point(x.len());
+    let (lo, hi) = x.split_at(mid);
+    let (a, b) = maybe_join(
+        x.len(),
+        || contiguous_tree(lo, first, op),
+        || contiguous_tree(hi, first + mid, op),
+    );
+    op.combine(a, b)
+}
+
+/// Pairwise reduction of reduce indices `lo..hi` of a (possibly multi-dim,
+/// strided) reduce space.
+fn inner_tree<T: CpuElement, W: Compute, R: ReduceOps<W>>(
+    data: &[T],
+    base: usize,
+    dims: &[(usize, usize)],
+    lo: usize,
+    hi: usize,
+    op: &R,
+) -> R::Acc {
+    if hi - lo <= LEAF {
+        let mut lanes = [op.identity(); 8];
+        let (n0, s0) = dims[0];
+        let mut k = lo;
+        while k < hi {
+            // Walk the leaf as runs along the fastest reduced dim.
+            let i0 = k % n0;
+            let run = (n0 - i0).min(hi - k);
+            let start = base + Layout::offset(dims, k);
+            if s0 == 1 {
+                T::accumulate_contiguous(&data[start..start + run], k, op, &mut lanes);
+            } else {
+                T::accumulate_strided(data, start, s0, run, k, op, &mut lanes);
+            }
+            k += run;
+        }
+        return combine_lanes(op, &lanes);
+    }
+    let mid = lo + split_point(hi - lo);
+    let (a, b) = maybe_join(
+        hi - lo,
+        || inner_tree(data, base, dims, lo, mid, op),
+        || inner_tree(data, base, dims, mid, hi, op),
+    );
+    op.combine(a, b)
+}
+
+fn reduce_outer<T: CpuElement, W: Compute, R: ReduceOps<W>>(
+    data: &[T],
+    l: &Layout,
+    op: &R,
+    out: &mut [R::Acc],
+) {
+    let width = l.output[0].0;
+    out.par_chunks_mut(width)
+        .enumerate()
+        .for_each(|(row, out_row)| {
+            let base = l.base + Layout::offset(&l.output[1..], row);
+            out_row
+                .par_chunks_mut(TILE)
+                .enumerate()
+                .for_each(|(t, out_tile)| {
+                    outer_tree(
+                        data,
+                        base + t * TILE,
+                        &l.reduce,
+                        0,
+                        l.num_inputs,
+                        op,
+                        out_tile,
+                    );
+                });
+        });
+}
+
+/// Pairwise reduction, over reduce indices `lo..hi`, of input rows of
+/// `acc.len()` contiguous outputs, written to `acc`.
+fn outer_tree<T: CpuElement, W: Compute, R: ReduceOps<W>>(
+    data: &[T],
+    start: usize,
+    dims: &[(usize, usize)],
+    lo: usize,
+    hi: usize,
+    op: &R,
+    acc: &mut [R::Acc],
+) {
+    let w = acc.len();
+    if hi - lo <= OUTER_LEAF_ROWS {
+        acc.fill(op.identity());
+        for k in lo..hi {
+            let row = start + Layout::offset(dims, k);
+            T::accumulate_row(&data[row..row + w], k, op, acc);
+        }
+        return;
+    }
+    let mid = lo + (hi - lo) / 2;
+    // One buffer per tree node, at most a tile wide; a leaf below it reads
+    // far more than this.
+    let mut right = vec![op.identity(); w];
+    maybe_join(
+        (hi - lo) * w,
+        || outer_tree(data, start, dims, lo, mid, op, acc),
+        || outer_tree(data, start, dims, mid, hi, op, &mut right),
+    );
+    for (x, &y) in acc.iter_mut().zip(&right) {
+        *x = op.combine(*x, y);
+    }
+}
+
+/// Where the pairwise tree splits `n` elements: the half, rounded to a
+/// multiple of 8 lanes so leaves stay aligned with one another.
+fn split_point(n: usize) -> usize {
+    ((n / 2) & !7).max(1)
+}
+
+/// Runs two subtrees, in parallel when they are big enough to pay for it.
+/// The association (and so the result) is the same either way.
+fn maybe_join<R: Send>(
+    work: usize,
+    a: impl FnOnce() -> R + Send,
+    b: impl FnOnce() -> R + Send,
+) -> (R, R) {
+    if work >= 2 * PARALLEL_GRAIN {
+        rayon::join(a, b)
+    } else {
+        (a(), b())
+    }
+}

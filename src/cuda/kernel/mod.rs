@@ -1,0 +1,229 @@
+//! The templated `reduce_kernel`: which instantiation a launch needs, the
+//! NVRTC source for it, and the two caches in front of NVRTC (in-process,
+//! per device; on disk, across processes).
+
+use super::nvrtc::{self, Compiled};
+use crate::reduce::Signature;
+use crate::{DType, Error, Result};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
+
+pub mod disk_cache;
+
+/// The output vector sizes one compiled module holds, one `reduce_kernel`
+/// instantiation each (PyTorch's host switches over the same three).
+pub const OUTPUT_VEC_SIZES: [u32; 3] = [1, 2, 4];
+
+/// The C++ spelling of a dtype inside the kernels.
+fn c_type(d: DType) -> &'static str {
+    match d {
+        DType::F16 => "tr::Half",
+        DType::BF16 => "tr::BFloat16",
+        DType::F32 => "float",
+        DType::F64 => "double",
+        DType::I32 => "tr::int32_t",
+        DType::I64 => "tr::int64_t",
+        DType::U8 => "tr::uint8_t",
+        DType::Bool => "tr::Bool",
+    }
+}
+
+/// A compute type (the functor's `compute_t`): arithmetic, so a bool is
+/// C++'s `bool`, not the storage wrapper.
+fn c_compute_type(d: DType) -> &'static str {
+    match d {
+        DType::Bool => "bool",
+        d => c_type(d),
+    }
+}
+
+/// The `reduce_kernel` instantiation a signature runs, for each output
+/// vector size: one module per signature, specialised on the op's functor,
+/// the input, compute, cast and output types, `vt0` and `input_vec_size`.
+/// The index type is `uint32_t`, as in PyTorch: launches over larger tensors
+/// are split by `TensorIterator::with_32bit_indexing`.
+pub fn name_expression(sig: &Signature, output_vec_size: u32) -> String {
+    let nt = sig.max_num_threads / output_vec_size;
+    let functor = format!(
+        "tr::{}<{}, {}>",
+        sig.op.functor(),
+        c_compute_type(sig.compute),
+        c_compute_type(sig.cast.unwrap_or(sig.compute)),
+    );
+    format!(
+        "tr::reduce_kernel<{nt}, {output_vec_size}, tr::ReduceOp<{}, {functor}, tr::uint32_t, {}, {}, {}> >",
+        c_type(sig.input),
+        c_type(sig.output),
+        sig.vt0,
+        sig.input_vec_size
+    )
+}
+
+fn validate(sig: &Signature) -> Result<()> {
+    let ok_vt0 = (1..=16).contains(&sig.vt0);
+    let ok_ivs = matches!(sig.input_vec_size, 1 | 2 | 4 | 8 | 16)
+        && sig.input_vec_size as usize * sig.input.size_in_bytes() <= 32;
+    let ok_threads = OUTPUT_VEC_SIZES
+        .iter()
+        .all(|&v| sig.max_num_threads % v == 0 && sig.max_num_threads / v >= 32);
+    if ok_vt0 && ok_ivs && ok_threads {
+        Ok(())
+    } else {
+        Err(Error::Unsupported(format!(
+            "kernel variant vt0 = {}, input_vec_size = {}, max_num_threads = {}",
+            sig.vt0, sig.input_vec_size, sig.max_num_threads
+        )))
+    }
+}
+
+/// A short name for logs and errors.
+pub fn label(sig: &Signature) -> String {
+    let cast = sig.cast.map(|c| format!("_via_{c}")).unwrap_or_default();
+    format!(
+        "reduce_{}_{}{cast}_{}_vt{}_iv{}",
+        sig.op, sig.input, sig.output, sig.vt0, sig.input_vec_size
+    )
+}
+
+/// The full NVRTC source: the bundled kernels, then the layout checks
+/// against the host's `#[repr(C)]` structs.
+pub fn source() -> String {
+    let mut src = String::with_capacity(64 * 1024);
+    for (name, text) in KERNEL_SOURCES {
+        src.push_str(&format!("// ---- kernels/{name} ----\n"));
+        src.push_str(text);
+        src.push('\n');
+    }
+    src.push_str(&super::params::layout_asserts());
+    src
+}
+
+/// NVRTC options for `arch` = (major, minor).
+pub fn options(arch: (u32, u32)) -> Vec<String> {
+    vec![
+        format!("--gpu-architecture=sm_{}{}", arch.0, arch.1),
+        "-std=c++17".into(),
+        "--device-as-default-execution-space".into(),
+    ]
+}
+
+/// Compiles the kernels of `sig` for `arch` through the on-disk cache,
+/// without a GPU: the cubin and the lowered name of each output vector size.
+pub fn compile(sig: &Signature, arch: (u32, u32)) -> Result<CompiledKernel> {
+    validate(sig)?;
+    let source = source();
+    let options = options(arch);
+    let exprs: Vec<String> = OUTPUT_VEC_SIZES
+        .iter()
+        .map(|&v| name_expression(sig, v))
+        .collect();
+    let key = format!(
+        "{label}\nkernels={KERNEL_SOURCES_HASH:016x}\nsource={src:016x}\noptions={options:?}\nexprs={exprs:?}\nnvrtc={nvrtc:?}\ndriver={driver}",
+        label = label(sig),
+        src = fnv1a64(source.as_bytes()),
+        nvrtc = nvrtc::nvrtc_version()?,
+        driver = driver_version(),
+    );
+    if let Some(hit) = disk_cache::load(&key) {
+        return Ok(hit);
+    }
+    let Compiled {
+        cubin,
+        lowered_names,
+    } = nvrtc::compile_cubin(&label(sig), &source, &options, &exprs)?;
+    let compiled = CompiledKernel {
+        cubin,
+        lowered_names,
+    };
+    disk_cache::store(&key, &compiled);
+    Ok(compiled)
+}
+
+/// A compiled module: the cubin and the lowered name of the kernel for each
+/// of [`OUTPUT_VEC_SIZES`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompiledKernel {
+    /// The cubin (SASS for one architecture).
+    pub cubin: Vec<u8>,
+    /// Mangled kernel names, one per output vector size.
+    pub lowered_names: Vec<String>,
+}
+
+/// The CUDA driver's version, or 0 without a driver (compiling needs none).
+fn driver_version() -> i32 {
+    if !super::driver_present() {
+        return 0;
+    }
+    let mut v = 0;
+    // SAFETY: valid out-pointer; the driver library is present.
+    match unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut v) } {
+        cudarc::driver::sys::CUresult::CUDA_SUCCESS => v,
+        _ => 0,
+    }
+}
+
+/// FNV-1a, 64 bits.
+pub(crate) fn fnv1a64(bytes: &[u8]) -> u64 {
+    let mut hash = 0xcbf2_9ce4_8422_2325u64;
+    for &b in bytes {
+        hash ^= b as u64;
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash
+}
+
+/// A module loaded on one device: the kernel for each output vector size.
+pub(crate) struct LoadedKernel {
+    functions: Vec<cudarc::driver::CudaFunction>,
+}
+
+impl LoadedKernel {
+    /// The `reduce_kernel` instantiation for `output_vec_size`.
+    pub(crate) fn function(&self, output_vec_size: u32) -> Result<&cudarc::driver::CudaFunction> {
+        OUTPUT_VEC_SIZES
+            .iter()
+            .position(|&v| v == output_vec_size)
+            .map(|i| &self.functions[i])
+            .ok_or_else(|| Error::Unsupported(format!("output_vec_size {output_vec_size}")))
+    }
+}
+
+type Slot = Arc<Mutex<Option<Arc<LoadedKernel>>>>;
+
+/// The in-process cache: one slot per (device, spec). The map's lock is held
+/// only to find the slot; compiling holds the slot's own lock, so callers of
+/// the same spec wait for one compile and other specs proceed.
+pub(crate) fn loaded(ordinal: usize, sig: &Signature) -> Result<Arc<LoadedKernel>> {
+    static CACHE: OnceLock<Mutex<HashMap<(usize, Signature), Slot>>> = OnceLock::new();
+    let slot = {
+        let mut map = CACHE
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        map.entry((ordinal, *sig)).or_default().clone()
+    };
+    let mut guard = slot.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(k) = guard.as_ref() {
+        return Ok(k.clone());
+    }
+    let props = super::device_props(ordinal)?;
+    let compiled = compile(sig, props.compute_capability)?;
+    let ctx = super::context(ordinal)?;
+    let module = ctx
+        .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin))
+        .map_err(|e| super::driver_error(ordinal, 0, &format!("loading {}", label(sig)), e))?;
+    let functions = compiled
+        .lowered_names
+        .iter()
+        .map(|n| {
+            module
+                .load_function(n)
+                .map_err(|e| super::driver_error(ordinal, 0, &format!("finding {n}"), e))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let k = Arc::new(LoadedKernel { functions });
+    *guard = Some(k.clone());
+    Ok(k)
+}

@@ -1,0 +1,414 @@
+//! The reduction ops, each described once: what it returns, what it
+//! accumulates in, its identity, what an empty input gives, and the kernel
+//! settings PyTorch launches it with. The planner, the kernel spec and its
+//! cache key, `explain`, the CPU backend and the entry points all read this
+//! description; nothing about an op is spelled anywhere else.
+
+use crate::{DType, Error, Result};
+use std::fmt;
+
+/// A reduction, as a value that flows through every layer.
+///
+/// Each op names one functor (`kernels/ops/*.cuh` on the GPU, `src/cpu/ops.rs`
+/// on the CPU, with the same name on both sides) with PyTorch's
+/// `SharedReduceOps.h` interface: `reduce(acc, x, idx)`, `combine(a, b)`,
+/// `project(acc)` and an identity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    /// `torch.sum`.
+    Sum,
+    /// `torch.nansum`: a sum that skips NaN.
+    NanSum,
+    /// `torch.prod`.
+    Prod,
+    /// `torch.mean`: a sum times `1 / n` (PyTorch's `MeanOps` factor).
+    Mean,
+    /// `torch.amax`: NaN propagates.
+    AMax,
+    /// `torch.amin`: NaN propagates.
+    AMin,
+    /// `torch.any`: NaN counts as true.
+    Any,
+    /// `torch.all`: NaN counts as true.
+    All,
+}
+
+/// What a reduction over no elements gives.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum EmptyRule {
+    /// Every output is this value (the projected identity), cast to the
+    /// output dtype.
+    Fill(f64),
+    /// An empty reduced dim is an error: the op has no identity.
+    NoIdentity,
+}
+
+/// The type a kernel or CPU tree accumulates in (PyTorch's `arg_t`). It
+/// need not be a dtype: index reductions carry a (value, index) pair and
+/// var/std Welford's state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Accumulator {
+    /// One value of this dtype (f32, f64, i64 or bool).
+    Scalar(DType),
+}
+
+impl Accumulator {
+    /// Bytes of one accumulator (`sizeof(arg_t)`), which sizes shared and
+    /// staging memory.
+    pub const fn size_in_bytes(self) -> usize {
+        match self {
+            Accumulator::Scalar(d) => d.size_in_bytes(),
+        }
+    }
+}
+
+impl fmt::Display for Accumulator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Accumulator::Scalar(d) => write!(f, "{d}"),
+        }
+    }
+}
+
+/// Everything a backend needs to know about one op on one input dtype: the
+/// kernel's template arguments (`scalar_t`, `arg_t`, `out_scalar_t`, `vt0`,
+/// `input_vec_size`), the cast applied before reducing, and the thread cap.
+/// It is the kernel cache key, so it holds nothing that varies per call
+/// (mean's factor and the like are passed as [`OpParams`] at launch).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Signature {
+    /// The op.
+    pub op: ReduceOp,
+    /// `scalar_t`: the element type the input is read as.
+    pub input: DType,
+    /// The dtype each element is cast to before it is reduced, when that cast
+    /// changes values (`sum(dtype=torch.float16)` of an f32 input rounds
+    /// every element to f16 first, as torch's `self.to(dtype)` does). `None`
+    /// when converting straight to the accumulator gives the same values.
+    pub cast: Option<DType>,
+    /// The functor's `compute_t`: the scalar type each element is converted
+    /// to (after the cast) and the op computes in.
+    pub compute: DType,
+    /// `arg_t`.
+    pub acc: Accumulator,
+    /// `out_scalar_t`: the result's dtype.
+    pub output: DType,
+    /// Independent accumulators per thread.
+    pub vt0: u32,
+    /// Width of a vectorised input load.
+    pub input_vec_size: u32,
+    /// `mnt_wrapper<scalar_t>::MAX_NUM_THREADS`: threads per block at most.
+    pub max_num_threads: u32,
+}
+
+/// Per-call scalars an op reads (`tr::OpParams` in the kernels): mean's
+/// factor. Not part of the kernel, so not part of [`Signature`].
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct OpParams {
+    /// The values, op-specific.
+    pub values: [f64; 2],
+}
+
+/// PyTorch's default `vt0` for `gpu_reduce_kernel`.
+const VT0: u32 = 4;
+/// `MAX_NUM_THREADS` for every dtype this crate has (PyTorch lowers it only
+/// for complex double).
+const MAX_NUM_THREADS: u32 = 512;
+
+impl ReduceOp {
+    /// Every op, for tests, the CLI and the kernel compile check.
+    pub const ALL: [ReduceOp; 8] = [
+        ReduceOp::Sum,
+        ReduceOp::NanSum,
+        ReduceOp::Prod,
+        ReduceOp::Mean,
+        ReduceOp::AMax,
+        ReduceOp::AMin,
+        ReduceOp::Any,
+        ReduceOp::All,
+    ];
+
+    /// torch's name for the op.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "sum",
+            ReduceOp::NanSum => "nansum",
+            ReduceOp::Prod => "prod",
+            ReduceOp::Mean => "mean",
+            ReduceOp::AMax => "amax",
+            ReduceOp::AMin => "amin",
+            ReduceOp::Any => "any",
+            ReduceOp::All => "all",
+        }
+    }
+
+    /// Parses [`ReduceOp::name`] back.
+    pub fn from_name(name: &str) -> Option<ReduceOp> {
+        ReduceOp::ALL.into_iter().find(|op| op.name() == name)
+    }
+
+    /// The functor's name, the same in `kernels/ops/*.cuh` (namespace `tr`)
+    /// and in `src/cpu/ops.rs`.
+    pub const fn functor(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "SumOps",
+            ReduceOp::NanSum => "NanSumOps",
+            ReduceOp::Prod => "ProdOps",
+            ReduceOp::Mean => "MeanOps",
+            ReduceOp::AMax => "MaxOps",
+            ReduceOp::AMin => "MinOps",
+            ReduceOp::Any => "AnyOps",
+            ReduceOp::All => "AllOps",
+        }
+    }
+
+    /// The identity, for `explain`.
+    pub const fn identity_text(self) -> &'static str {
+        match self {
+            ReduceOp::Sum | ReduceOp::NanSum | ReduceOp::Mean => "0",
+            ReduceOp::Prod => "1",
+            ReduceOp::AMax => "-inf (the lowest value)",
+            ReduceOp::AMin => "+inf (the highest value)",
+            ReduceOp::Any => "false",
+            ReduceOp::All => "true",
+        }
+    }
+
+    /// What a reduction over no elements gives.
+    pub const fn empty_rule(self) -> EmptyRule {
+        match self {
+            ReduceOp::Sum | ReduceOp::NanSum | ReduceOp::Any => EmptyRule::Fill(0.0),
+            ReduceOp::Prod | ReduceOp::All => EmptyRule::Fill(1.0),
+            ReduceOp::Mean => EmptyRule::Fill(f64::NAN),
+            ReduceOp::AMax | ReduceOp::AMin => EmptyRule::NoIdentity,
+        }
+    }
+
+    /// Whether the op takes a `dtype=` argument in torch.
+    pub const fn takes_dtype(self) -> bool {
+        matches!(self, ReduceOp::Sum | ReduceOp::Prod | ReduceOp::Mean)
+    }
+
+    /// The result dtype for `input` with an optional `dtype=`, or the error
+    /// torch raises.
+    pub fn output_dtype(self, input: DType, dtype: Option<DType>) -> Result<DType> {
+        let not_floating = |d: DType, what: &str| {
+            Err(Error::UnsupportedDType {
+                op: self.name(),
+                dtype: d,
+                why: format!(
+                    "could not infer output dtype. {what} must be either a floating point or complex dtype. Got: {}",
+                    d.torch_name()
+                ),
+            })
+        };
+        if dtype.is_some() && !self.takes_dtype() {
+            return Err(Error::Unsupported(format!(
+                "{}() takes no dtype argument",
+                self.name()
+            )));
+        }
+        match self {
+            ReduceOp::Sum | ReduceOp::NanSum | ReduceOp::Prod => {
+                Ok(dtype.unwrap_or(if input.is_floating_point() {
+                    input
+                } else {
+                    DType::I64
+                }))
+            }
+            ReduceOp::Mean => match dtype {
+                Some(d) if !d.is_floating_point() => not_floating(d, "Optional dtype"),
+                Some(d) => Ok(d),
+                None if !input.is_floating_point() => not_floating(input, "Input dtype"),
+                None => Ok(input),
+            },
+            ReduceOp::AMax | ReduceOp::AMin => Ok(input),
+            // torch keeps uint8 for uint8 inputs (a legacy of masks).
+            ReduceOp::Any | ReduceOp::All => Ok(if input == DType::U8 {
+                DType::U8
+            } else {
+                DType::Bool
+            }),
+        }
+    }
+
+    /// The full description of this op on `input` with an optional
+    /// `dtype=`: result dtype, cast, accumulator and kernel settings.
+    ///
+    /// ```
+    /// use tensor_reduce::{reduce::{Accumulator, ReduceOp}, DType};
+    /// let s = ReduceOp::Sum.signature(DType::F16, None)?;
+    /// assert_eq!((s.output, s.acc), (DType::F16, Accumulator::Scalar(DType::F32)));
+    /// assert_eq!(s.input_vec_size, 8); // 16-byte loads of 16-bit inputs
+    /// # Ok::<(), tensor_reduce::Error>(())
+    /// ```
+    pub fn signature(self, input: DType, dtype: Option<DType>) -> Result<Signature> {
+        if self == ReduceOp::NanSum && !input.is_floating_point() {
+            // Integers have no NaN: torch's nansum of them is their sum.
+            return ReduceOp::Sum.signature(input, dtype);
+        }
+        let output = self.output_dtype(input, dtype)?;
+        // torch casts the input to the requested dtype first (except the
+        // fused 16-bit -> f32 case, which loses nothing). Converting straight
+        // to the accumulator gives the same values whenever the output dtype
+        // is the accumulator or holds every input value exactly.
+        let compute = match self {
+            // Comparisons and truth tests run in the input's own compute type.
+            ReduceOp::AMax | ReduceOp::AMin | ReduceOp::Any | ReduceOp::All => input.accumulator(),
+            _ => output.accumulator(),
+        };
+        let acc = match self {
+            ReduceOp::Any | ReduceOp::All => Accumulator::Scalar(DType::Bool),
+            _ => Accumulator::Scalar(compute),
+        };
+        let cast = (self.takes_dtype() && output != compute && !input.casts_exactly_to(output))
+            .then_some(output);
+        // PyTorch PR #165055: sum and mean of 16-bit inputs load 8 elements
+        // (16 bytes) at once; every other op keeps input_vec_size = vt0.
+        let wide_16bit = matches!(self, ReduceOp::Sum | ReduceOp::Mean | ReduceOp::NanSum)
+            && input.size_in_bytes() == 2;
+        Ok(Signature {
+            op: self,
+            input,
+            cast,
+            compute,
+            acc,
+            output,
+            vt0: VT0,
+            input_vec_size: if wide_16bit { 8 } else { VT0 },
+            max_num_threads: MAX_NUM_THREADS,
+        })
+    }
+
+    /// Every signature the entry points can ask for: each input dtype, with
+    /// each `dtype=` the op accepts. The kernel compile check walks this.
+    pub fn all_signatures(self) -> Vec<Signature> {
+        let requests: Vec<Option<DType>> = if self.takes_dtype() {
+            std::iter::once(None).chain(DType::ALL.map(Some)).collect()
+        } else {
+            vec![None]
+        };
+        let mut out: Vec<Signature> = DType::ALL
+            .into_iter()
+            .flat_map(|input| requests.iter().map(move |&d| (input, d)))
+            .filter_map(|(input, d)| self.signature(input, d).ok())
+            .collect();
+        out.dedup();
+        let mut seen = std::collections::HashSet::new();
+        out.retain(|s| seen.insert(*s));
+        out
+    }
+}
+
+impl fmt::Display for ReduceOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Signature {
+    /// The per-call parameters of this op when it reduces `numel` elements
+    /// into `num_outputs` (`numel > 0`): mean's factor `outputs / inputs`,
+    /// rounded to the compute type as PyTorch computes its `factor_t`.
+    pub fn params(&self, num_outputs: usize, numel: usize) -> OpParams {
+        let mut p = OpParams::default();
+        if self.op == ReduceOp::Mean {
+            p.values[0] = match self.compute {
+                DType::F32 => (num_outputs as f32 / numel as f32) as f64,
+                _ => num_outputs as f64 / numel as f64,
+            };
+        }
+        p
+    }
+
+    /// `can_accumulate_in_output`: whether a partial result can wait in the
+    /// output between the launches of a split iterator. Only when the output
+    /// holds exactly the accumulator: PyTorch says no for half and bfloat16
+    /// outputs (every partial would round), and an i32 output cannot hold an
+    /// i64 partial either.
+    pub fn can_accumulate_in_output(&self) -> bool {
+        self.acc == Accumulator::Scalar(self.output)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use DType::*;
+
+    #[test]
+    fn result_dtypes_follow_torch() {
+        for op in [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::NanSum] {
+            for d in [I32, I64, U8, Bool] {
+                assert_eq!(op.output_dtype(d, None).unwrap(), I64, "{op} {d}");
+            }
+            for d in [F16, BF16, F32, F64] {
+                assert_eq!(op.output_dtype(d, None).unwrap(), d, "{op} {d}");
+            }
+        }
+        assert_eq!(ReduceOp::Any.output_dtype(U8, None).unwrap(), U8);
+        assert_eq!(ReduceOp::All.output_dtype(F32, None).unwrap(), Bool);
+        assert_eq!(ReduceOp::AMax.output_dtype(I32, None).unwrap(), I32);
+        assert_eq!(ReduceOp::Mean.output_dtype(I64, Some(F32)).unwrap(), F32);
+        let e = ReduceOp::Mean.output_dtype(I64, None).unwrap_err();
+        assert!(e.to_string().contains("Got: Long"), "{e}");
+        assert!(ReduceOp::Mean.output_dtype(F32, Some(I32)).is_err());
+        assert!(ReduceOp::AMax.output_dtype(F32, Some(F64)).is_err());
+    }
+
+    #[test]
+    fn casts_happen_only_where_they_change_values() {
+        let sig = |op: ReduceOp, i, d| op.signature(i, d).unwrap();
+        // Narrowing: each element must round (or wrap) first.
+        assert_eq!(sig(ReduceOp::Sum, F32, Some(F16)).cast, Some(F16));
+        assert_eq!(sig(ReduceOp::Sum, F32, Some(Bool)).cast, Some(Bool));
+        assert_eq!(sig(ReduceOp::Sum, I64, Some(I32)).cast, Some(I32));
+        assert_eq!(sig(ReduceOp::Prod, F64, Some(BF16)).cast, Some(BF16));
+        // Widening or same type: converting to the accumulator is exact.
+        assert_eq!(sig(ReduceOp::Sum, F16, Some(F32)).cast, None);
+        assert_eq!(sig(ReduceOp::Sum, I32, None).cast, None);
+        assert_eq!(sig(ReduceOp::Sum, F16, None).cast, None);
+        assert_eq!(sig(ReduceOp::Sum, Bool, Some(F16)).cast, None);
+        // An f32 output accumulates in f32: the conversion is the cast.
+        assert_eq!(sig(ReduceOp::Sum, F64, Some(F32)).cast, None);
+    }
+
+    #[test]
+    fn accumulators_and_vector_widths() {
+        let s = ReduceOp::Sum.signature(BF16, None).unwrap();
+        assert_eq!(
+            (s.acc, s.input_vec_size, s.vt0),
+            (Accumulator::Scalar(F32), 8, 4)
+        );
+        let s = ReduceOp::AMax.signature(F16, None).unwrap();
+        assert_eq!((s.acc, s.input_vec_size), (Accumulator::Scalar(F32), 4));
+        let s = ReduceOp::Any.signature(F64, None).unwrap();
+        assert_eq!((s.acc, s.output), (Accumulator::Scalar(Bool), Bool));
+        assert!(ReduceOp::Sum
+            .signature(F32, None)
+            .unwrap()
+            .can_accumulate_in_output());
+        assert!(!ReduceOp::Sum
+            .signature(F16, None)
+            .unwrap()
+            .can_accumulate_in_output());
+        assert!(!ReduceOp::Sum
+            .signature(I32, Some(I32))
+            .unwrap()
+            .can_accumulate_in_output());
+    }
+
+    #[test]
+    fn every_signature_is_listed_once() {
+        for op in ReduceOp::ALL {
+            let all = op.all_signatures();
+            assert!(!all.is_empty(), "{op}");
+            for (i, a) in all.iter().enumerate() {
+                assert!(!all[i + 1..].contains(a), "{op}: {a:?} twice");
+            }
+        }
+        assert_eq!(ReduceOp::Sum.all_signatures().len(), 64);
+        assert_eq!(ReduceOp::AMax.all_signatures().len(), 8);
+        assert_eq!(ReduceOp::from_name("amin"), Some(ReduceOp::AMin));
+    }
+}
