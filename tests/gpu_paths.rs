@@ -11,7 +11,8 @@
 //! print SKIPPED and pass, unless `TENSOR_REDUCE_REQUIRE_CUDA=1`, which makes
 //! them fail instead.
 
-use tensor_reduce::plan::{DeviceProps, LaunchPlan};
+use tensor_reduce::cuda::plan::{DeviceProps, LaunchPlan};
+use tensor_reduce::reduce::ReduceOp;
 use tensor_reduce::{cuda, DType, Device, Tensor};
 
 /// The device to test on, or `None` (after printing why) to skip.
@@ -95,7 +96,7 @@ fn check(
     }
     // explain_sum plans for the default output dtype; the config does not
     // depend on it for these dtypes, except through the accumulator size.
-    vg.explain_sum(dims, false, props)
+    vg.explain(ReduceOp::Sum, dims, false, props)
         .map(|p| p.launches)
         .unwrap_or_default()
 }
@@ -119,7 +120,14 @@ fn input_vectorized_contiguous_rows() {
         (DType::U8, 4096),
     ] {
         let x = ints(&[37, n], dt, 1);
-        let l = check(&x, |t| t.clone(), &[1], dt.sum_result(), dev, &props);
+        let l = check(
+            &x,
+            |t| t.clone(),
+            &[1],
+            ReduceOp::Sum.output_dtype(dt, None).unwrap(),
+            dev,
+            &props,
+        );
         assert!(
             any_launch(&l, |l| l.config.vectorize_input),
             "{dt} [37, {n}].sum(1) did not vectorize the input"
@@ -141,7 +149,7 @@ fn misaligned_views_take_the_head_and_tail_paths() {
                 &x,
                 |t| t.narrow(1, start, 2051 - start).unwrap(),
                 &[1],
-                dt.sum_result(),
+                ReduceOp::Sum.output_dtype(dt, None).unwrap(),
                 dev,
                 &props,
             );
@@ -159,7 +167,7 @@ fn misaligned_views_take_the_head_and_tail_paths() {
                         .unwrap()
                 },
                 &[0],
-                dt.sum_result(),
+                ReduceOp::Sum.output_dtype(dt, None).unwrap(),
                 dev,
                 &props,
             );
@@ -176,7 +184,14 @@ fn output_vectorized_columns() {
     for (cols, vec) in [(64usize, 4u32), (66, 2), (67, 1)] {
         for dt in [DType::F32, DType::F16, DType::F64, DType::I32, DType::Bool] {
             let x = ints(&[3000, cols], dt, 3);
-            let l = check(&x, |t| t.clone(), &[0], dt.sum_result(), dev, &props);
+            let l = check(
+                &x,
+                |t| t.clone(),
+                &[0],
+                ReduceOp::Sum.output_dtype(dt, None).unwrap(),
+                dev,
+                &props,
+            );
             assert!(
                 any_launch(&l, |l| l.config.output_vec_size == vec),
                 "{dt} [3000, {cols}].sum(0): expected output_vec_size {vec}, plan {l:?}"
@@ -204,13 +219,27 @@ fn warp_split_block_y_reduce() {
     for dt in [DType::F32, DType::F16, DType::I64] {
         // Few outputs with many inputs each: rows of the block split the inputs.
         let x = ints(&[20_000, 8], dt, 5);
-        let l = check(&x, |t| t.clone(), &[0], dt.sum_result(), dev, &props);
+        let l = check(
+            &x,
+            |t| t.clone(),
+            &[0],
+            ReduceOp::Sum.output_dtype(dt, None).unwrap(),
+            dev,
+            &props,
+        );
         assert!(
             any_launch(&l, |l| l.config.input_mult[1] != 0),
             "{dt}: no block_y split: {l:?}"
         );
         let x = ints(&[8, 20_000], dt, 6);
-        let l = check(&x, |t| t.clone(), &[1], dt.sum_result(), dev, &props);
+        let l = check(
+            &x,
+            |t| t.clone(),
+            &[1],
+            ReduceOp::Sum.output_dtype(dt, None).unwrap(),
+            dev,
+            &props,
+        );
         assert!(
             any_launch(&l, |l| l.config.input_mult[1] != 0
                 || l.config.input_mult[0] != 0),
@@ -228,14 +257,28 @@ fn cta_split_global_reduce() {
     for dt in [DType::F32, DType::BF16, DType::F64, DType::I32, DType::U8] {
         // A full reduction: block_x + block_y + global.
         let x = ints(&[1 << 22], dt, 7);
-        let l = check(&x, |t| t.clone(), &[0], dt.sum_result(), dev, &props);
+        let l = check(
+            &x,
+            |t| t.clone(),
+            &[0],
+            ReduceOp::Sum.output_dtype(dt, None).unwrap(),
+            dev,
+            &props,
+        );
         assert!(
             any_launch(&l, |l| l.config.input_mult[2] != 0),
             "{dt} full: no CTA split: {l:?}"
         );
         // Column sums of a tall matrix: global reduce without block_x.
         let x = ints(&[1 << 20, 16], dt, 8);
-        let l = check(&x, |t| t.clone(), &[0], dt.sum_result(), dev, &props);
+        let l = check(
+            &x,
+            |t| t.clone(),
+            &[0],
+            ReduceOp::Sum.output_dtype(dt, None).unwrap(),
+            dev,
+            &props,
+        );
         assert!(
             any_launch(&l, |l| l.config.input_mult[2] != 0
                 && l.config.input_mult[0] == 0),
@@ -263,7 +306,7 @@ fn strided_expanded_and_nd_inputs() {
             &x,
             |t| t.expand(&[1000, 513]).unwrap(),
             &[0],
-            dt.sum_result(),
+            ReduceOp::Sum.output_dtype(dt, None).unwrap(),
             dev,
             &props,
         );
@@ -271,7 +314,7 @@ fn strided_expanded_and_nd_inputs() {
             &x,
             |t| t.expand(&[1000, 513]).unwrap(),
             &[1],
-            dt.sum_result(),
+            ReduceOp::Sum.output_dtype(dt, None).unwrap(),
             dev,
             &props,
         );
@@ -279,20 +322,34 @@ fn strided_expanded_and_nd_inputs() {
             &x,
             |t| t.expand(&[1000, 513]).unwrap(),
             &[],
-            dt.sum_result(),
+            ReduceOp::Sum.output_dtype(dt, None).unwrap(),
             dev,
             &props,
         );
         let y = ints(&[24, 40, 36], dt, 11);
         // 1-D strided: the reduced dim is not the fastest.
-        check(&y, |t| t.clone(), &[1], dt.sum_result(), dev, &props);
+        check(
+            &y,
+            |t| t.clone(),
+            &[1],
+            ReduceOp::Sum.output_dtype(dt, None).unwrap(),
+            dev,
+            &props,
+        );
         // N-d reduced dims through the OffsetCalculator, permuted views.
-        check(&y, |t| t.clone(), &[0, 2], dt.sum_result(), dev, &props);
+        check(
+            &y,
+            |t| t.clone(),
+            &[0, 2],
+            ReduceOp::Sum.output_dtype(dt, None).unwrap(),
+            dev,
+            &props,
+        );
         check(
             &y,
             |t| t.permute(&[2, 0, 1]).unwrap(),
             &[0, 2],
-            dt.sum_result(),
+            ReduceOp::Sum.output_dtype(dt, None).unwrap(),
             dev,
             &props,
         );
@@ -300,7 +357,7 @@ fn strided_expanded_and_nd_inputs() {
             &y,
             |t| t.slice(2, 1, 36, 3).unwrap(),
             &[0, 2],
-            dt.sum_result(),
+            ReduceOp::Sum.output_dtype(dt, None).unwrap(),
             dev,
             &props,
         );
@@ -308,7 +365,7 @@ fn strided_expanded_and_nd_inputs() {
             &y,
             |t| t.t().unwrap_or_else(|_| t.transpose(0, 2).unwrap()),
             &[1],
-            dt.sum_result(),
+            ReduceOp::Sum.output_dtype(dt, None).unwrap(),
             dev,
             &props,
         );
@@ -326,7 +383,10 @@ fn all_dtypes_and_sum_dtype_casts() {
     let Some((dev, props)) = gpu("all_dtypes_and_sum_dtype_casts") else {
         return;
     };
-    let mut pairs: Vec<(DType, DType)> = DType::ALL.iter().map(|&d| (d, d.sum_result())).collect();
+    let mut pairs: Vec<(DType, DType)> = DType::ALL
+        .iter()
+        .map(|&d| (d, ReduceOp::Sum.output_dtype(d, None).unwrap()))
+        .collect();
     pairs.extend([
         (DType::F16, DType::F32),
         (DType::BF16, DType::F32),
@@ -401,6 +461,67 @@ fn runs_are_bitwise_deterministic() {
     }
 }
 
+/// `op` over `dims` of `view(x)`, through the public entry point.
+fn apply(op: ReduceOp, x: &Tensor, dims: &[isize]) -> Tensor {
+    match op {
+        ReduceOp::Sum => x.sum(dims, false),
+        ReduceOp::NanSum => x.nansum(dims, false),
+        ReduceOp::Prod => x.prod(dims, false),
+        ReduceOp::Mean => x.mean(dims, false),
+        ReduceOp::AMax => x.amax(dims, false),
+        ReduceOp::AMin => x.amin(dims, false),
+        ReduceOp::Any => x.any(dims, false),
+        ReduceOp::All => x.all(dims, false),
+    }
+    .unwrap()
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn every_op_on_every_path() {
+    // Every op and every dtype it takes, through the launch shapes that
+    // matter (vectorised misaligned rows, vectorised columns, block.y, a CTA
+    // split, an N-d channel reduction), bit for bit against the CPU: the
+    // inputs are -1, 0 and 1, so sums, products and means are exact on both
+    // sides, and twice on the GPU, bit for bit against itself. Small enough
+    // to run under every compute-sanitizer tool.
+    let Some((dev, _props)) = gpu("every_op_on_every_path") else {
+        return;
+    };
+    type Case = (Vec<usize>, fn(&Tensor) -> Tensor, Vec<isize>);
+    let cases: [Case; 5] = [
+        (vec![64, 1028], |t| t.narrow(1, 1, 1027).unwrap(), vec![1]),
+        (vec![1024, 96], |t| t.clone(), vec![0]),
+        (vec![4096, 8], |t| t.clone(), vec![0]),
+        (vec![1 << 18], |t| t.clone(), vec![]),
+        (vec![4, 16, 14, 14], |t| t.clone(), vec![0, 2, 3]),
+    ];
+    for op in ReduceOp::ALL {
+        for dt in DType::ALL {
+            if op.output_dtype(dt, None).is_err() {
+                continue;
+            }
+            for (i, (shape, view, dims)) in cases.iter().enumerate() {
+                let (lo, hi) = if matches!(dt, DType::U8 | DType::Bool) {
+                    (0, 2)
+                } else {
+                    (-1, 2)
+                };
+                let x = Tensor::randint(lo, hi, shape, dt, Device::Cpu, 7 + i as u64).unwrap();
+                let want = bits(&apply(op, &view(&x), dims));
+                let xg = view(&x.to_device(dev).unwrap());
+                let got = bits(&apply(op, &xg, dims));
+                assert_eq!(got, want, "{op} {dt} case {i}: GPU differs from CPU");
+                assert_eq!(
+                    bits(&apply(op, &xg, dims)),
+                    got,
+                    "{op} {dt} case {i}: not deterministic"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA device"]
 fn concurrent_callers_share_the_kernel_cache() {
@@ -422,8 +543,22 @@ fn concurrent_callers_share_the_kernel_cache() {
             let props = props.clone();
             s.spawn(move || {
                 let x = ints(&[300, 301], dt, 50 + i as u64);
-                check(&x, |t| t.clone(), &[1], dt.sum_result(), dev, &props);
-                check(&x, |t| t.clone(), &[0], dt.sum_result(), dev, &props);
+                check(
+                    &x,
+                    |t| t.clone(),
+                    &[1],
+                    ReduceOp::Sum.output_dtype(dt, None).unwrap(),
+                    dev,
+                    &props,
+                );
+                check(
+                    &x,
+                    |t| t.clone(),
+                    &[0],
+                    ReduceOp::Sum.output_dtype(dt, None).unwrap(),
+                    dev,
+                    &props,
+                );
             });
         }
     });
@@ -475,7 +610,7 @@ fn split_32bit_f16_over_2g_elements() {
     // Values in {-1, 0, 1}: every f32 partial is an exact integer, so both
     // backends round the same exact sum to f16 once.
     let x = Tensor::randint(-1, 2, &[(1 << 31) + 16], DType::F16, Device::Cpu, 62).unwrap();
-    let plan = x.explain_sum(&[0], false, &props).unwrap();
+    let plan = x.explain(ReduceOp::Sum, &[0], false, &props).unwrap();
     assert!(plan.launches.len() > 2, "{} launches", plan.launches.len());
     assert!(plan
         .launches

@@ -4,7 +4,7 @@
 //! hand the rest to the backend of the tensor's device.
 
 mod sum;
-
+mod value;
 
 use crate::cuda::plan::{DeviceProps, ReducePlan};
 use crate::iter::TensorIterator;

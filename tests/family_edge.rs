@@ -1,0 +1,278 @@
+//! The value reductions' semantics at the edges, as torch 2.11 gives them:
+//! NaN, ±Inf, negative zero, empty inputs, dtype rules, casts and bad input.
+//! Expected values are torch's, worked out by hand. One body per backend.
+
+mod common;
+
+use tensor_reduce::{bf16, f16, DType, Device, Error, Tensor};
+
+fn t32(v: &[f32], shape: &[usize], device: Device) -> Tensor {
+    Tensor::from_vec(v.to_vec(), shape)
+        .unwrap()
+        .to_device(device)
+        .unwrap()
+}
+
+fn f32s(t: &Tensor) -> Vec<f32> {
+    t.to_vec::<f32>().unwrap()
+}
+
+fn nan_and_inf(device: Device) {
+    let nan = f32::NAN;
+    let inf = f32::INFINITY;
+    let x = t32(&[1.0, nan, 3.0, -inf, 2.0, 5.0], &[2, 3], device);
+    let amax = f32s(&x.amax(&[1], false).unwrap());
+    assert!(amax[0].is_nan() && amax[1] == 5.0, "{amax:?}");
+    let amin = f32s(&x.amin(&[1], false).unwrap());
+    assert!(amin[0].is_nan() && amin[1] == -inf, "{amin:?}");
+    assert_eq!(f32s(&x.nansum(&[1], false).unwrap()), vec![4.0, -inf]);
+    let mean = f32s(&x.mean(&[1], false).unwrap());
+    assert!(mean[0].is_nan() && mean[1] == -inf, "{mean:?}");
+    // NaN is not zero: true for any and all.
+    let y = t32(&[0.0, nan, 0.0, 0.0], &[2, 2], device);
+    assert_eq!(
+        y.any(&[1], false).unwrap().to_vec::<bool>().unwrap(),
+        [true, false]
+    );
+    assert_eq!(
+        y.all(&[0], false).unwrap().to_vec::<bool>().unwrap(),
+        [false, false]
+    );
+    // inf - inf and 0 * inf are NaN.
+    let z = t32(&[inf, -inf, 0.0, inf], &[2, 2], device);
+    let s = f32s(&z.sum(&[1], false).unwrap());
+    assert!(s[0].is_nan() && s[1] == inf, "{s:?}");
+    let p = f32s(&z.prod(&[1], false).unwrap());
+    assert!(p[0] == -inf && p[1].is_nan(), "{p:?}");
+    assert!(f32s(&z.mean(&[], false).unwrap())[0].is_nan());
+}
+
+fn empty_inputs(device: Device) {
+    let e = Tensor::zeros(&[0, 3], DType::F32, device).unwrap();
+    assert_eq!(f32s(&e.sum(&[0], false).unwrap()), vec![0.0; 3]);
+    assert_eq!(f32s(&e.nansum(&[0], false).unwrap()), vec![0.0; 3]);
+    assert_eq!(f32s(&e.prod(&[0], false).unwrap()), vec![1.0; 3]);
+    assert!(f32s(&e.mean(&[0], false).unwrap())
+        .iter()
+        .all(|m| m.is_nan()));
+    assert_eq!(
+        e.any(&[0], false).unwrap().to_vec::<bool>().unwrap(),
+        [false; 3]
+    );
+    assert_eq!(
+        e.all(&[0], false).unwrap().to_vec::<bool>().unwrap(),
+        [true; 3]
+    );
+    // Reducing the non-empty dim of an empty tensor is fine: the result is empty.
+    assert_eq!(e.amax(&[1], false).unwrap().shape(), &[0]);
+    assert_eq!(e.amin(&[1], true).unwrap().shape(), &[0, 1]);
+    // ... but max has no identity for an empty reduced dim.
+    match e.amax(&[0], false) {
+        Err(Error::EmptyReduction { op, why }) => {
+            assert_eq!(op, "amax");
+            assert_eq!(why, "Expected reduction dim 0 to have non-zero size.");
+        }
+        other => panic!("expected EmptyReduction, got {other:?}"),
+    }
+    let err = e.amin(&[], false).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "amin(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
+    );
+    // Integer empty products and sums widen as torch's.
+    let ei = Tensor::zeros(&[2, 0], DType::I32, device).unwrap();
+    assert_eq!(
+        ei.prod(&[1], false).unwrap().to_vec::<i64>().unwrap(),
+        [1, 1]
+    );
+}
+
+fn dtype_rules(device: Device) {
+    let i = Tensor::from_vec(vec![3i32, -4, 5, 6], &[2, 2])
+        .unwrap()
+        .to_device(device)
+        .unwrap();
+    assert_eq!(
+        i.prod(&[1], false).unwrap().to_vec::<i64>().unwrap(),
+        [-12, 30]
+    );
+    assert_eq!(
+        i.amax(&[0], false).unwrap().to_vec::<i32>().unwrap(),
+        [5, 6]
+    );
+    assert_eq!(i.amin(&[], false).unwrap().to_vec::<i32>().unwrap(), [-4]);
+    assert_eq!(
+        i.nansum(&[0], false).unwrap().to_vec::<i64>().unwrap(),
+        [8, 2]
+    );
+    match i.mean(&[0], false) {
+        Err(e @ Error::UnsupportedDType { .. }) => assert_eq!(
+            e.to_string(),
+            "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: Int"
+        ),
+        other => panic!("expected UnsupportedDType, got {other:?}"),
+    }
+    // mean(dtype=) casts integers to the floating dtype first.
+    let m = i.mean_dtype(&[1], false, DType::F64).unwrap();
+    assert_eq!(m.to_vec::<f64>().unwrap(), [-0.5, 5.5]);
+    assert!(i.mean_dtype(&[1], false, DType::I64).is_err());
+    // any/all give bool, except uint8 stays uint8.
+    let u = Tensor::from_vec(vec![0u8, 7, 0, 0], &[2, 2])
+        .unwrap()
+        .to_device(device)
+        .unwrap();
+    assert_eq!(u.any(&[1], false).unwrap().to_vec::<u8>().unwrap(), [1, 0]);
+    assert_eq!(u.all(&[0], false).unwrap().to_vec::<u8>().unwrap(), [0, 0]);
+    assert_eq!(i.all(&[], false).unwrap().dtype(), DType::Bool);
+    // 16-bit floats accumulate in f32: 4096 halves of 1 sum to 4096, not 2048.
+    let h = Tensor::from_vec(vec![f16::ONE; 4096], &[4096])
+        .unwrap()
+        .to_device(device)
+        .unwrap();
+    assert_eq!(
+        h.mean(&[0], false).unwrap().to_vec::<f16>().unwrap(),
+        [f16::ONE]
+    );
+    let b = Tensor::from_vec(vec![bf16::from_f32(-2.5), bf16::from_f32(7.0)], &[2])
+        .unwrap()
+        .to_device(device)
+        .unwrap();
+    assert_eq!(
+        b.amax(&[0], false).unwrap().to_vec::<bf16>().unwrap(),
+        [bf16::from_f32(7.0)]
+    );
+    assert_eq!(
+        b.prod(&[0], false).unwrap().to_vec::<bf16>().unwrap(),
+        [bf16::from_f32(-17.5)]
+    );
+    // Integer products wrap as int64 does.
+    let big = Tensor::from_vec(vec![1i64 << 62, 4], &[2])
+        .unwrap()
+        .to_device(device)
+        .unwrap();
+    assert_eq!(big.prod(&[0], false).unwrap().to_vec::<i64>().unwrap(), [0]);
+}
+
+fn dtype_casts_come_first(device: Device) {
+    // Each element becomes +-inf in f16 first: inf + -inf is NaN.
+    let x = t32(&[70000.0, -70000.0], &[2], device);
+    let s = x
+        .sum_dtype(&[0], false, DType::F16)
+        .unwrap()
+        .to_vec::<f16>()
+        .unwrap();
+    assert!(s[0].is_nan(), "{s:?}");
+    // 1.0004 rounds to 1.0 in f16 before a thousand of them are added.
+    let y = t32(&[1.0004; 1000], &[1000], device);
+    let s = y
+        .sum_dtype(&[0], false, DType::F16)
+        .unwrap()
+        .to_vec::<f16>()
+        .unwrap();
+    assert_eq!(s, [f16::from_f32(1000.0)]);
+    // In bf16, 1.0004 is 1.0 too (8 significant bits).
+    let s = y
+        .sum_dtype(&[0], false, DType::BF16)
+        .unwrap()
+        .to_vec::<bf16>()
+        .unwrap();
+    assert_eq!(s, [bf16::from_f32(1000.0)]);
+    // Every non-zero value is true as a bool, and true + true stays true.
+    for v in [vec![0.5f32], vec![1.0, -1.0]] {
+        let n = v.len();
+        let b = t32(&v, &[n], device)
+            .sum_dtype(&[0], false, DType::Bool)
+            .unwrap();
+        assert_eq!(b.to_vec::<bool>().unwrap(), [true], "{v:?}");
+    }
+    let l = Tensor::from_vec(vec![1i64, -1], &[2])
+        .unwrap()
+        .to_device(device)
+        .unwrap();
+    assert_eq!(
+        l.sum_dtype(&[0], false, DType::Bool)
+            .unwrap()
+            .to_vec::<bool>()
+            .unwrap(),
+        [true]
+    );
+    // Narrowing integers wrap first: 2^32 + 1 is 1 as an i32.
+    let w = Tensor::from_vec(vec![(1i64 << 32) + 1, 2], &[2])
+        .unwrap()
+        .to_device(device)
+        .unwrap();
+    assert_eq!(
+        w.sum_dtype(&[0], false, DType::I32)
+            .unwrap()
+            .to_vec::<i32>()
+            .unwrap(),
+        [3]
+    );
+    // prod(dtype=) casts first as well: 0.5 truncates to 0 as an integer.
+    let p = t32(&[0.5, 4.0], &[2], device)
+        .prod_dtype(&[0], false, DType::I64)
+        .unwrap();
+    assert_eq!(p.to_vec::<i64>().unwrap(), [0]);
+}
+
+fn negative_zero_sums_to_positive_zero(device: Device) {
+    // The accumulator starts at +0.0, so -0.0 + (+0.0) = +0.0, whatever the
+    // path: a full sum, a size-1 reduced dim, a mean.
+    let x = t32(&[-0.0, -0.0], &[2, 1], device);
+    for s in [
+        x.sum_all().unwrap(),
+        x.sum(&[1], false).unwrap(),
+        x.nansum(&[1], false).unwrap(),
+        x.mean(&[1], false).unwrap(),
+    ] {
+        for v in f32s(&s) {
+            assert!(v == 0.0 && v.is_sign_positive(), "{v:?}");
+        }
+    }
+    // max keeps the element itself.
+    let m = f32s(&x.amax(&[1], false).unwrap());
+    assert!(m.iter().all(|v| *v == 0.0 && v.is_sign_negative()), "{m:?}");
+}
+
+fn bad_input_is_a_typed_error(device: Device) {
+    let x = t32(&[1.0, 2.0, 3.0, 4.0], &[2, 2], device);
+    assert!(matches!(
+        x.amax(&[2], false),
+        Err(Error::DimOutOfRange { .. })
+    ));
+    assert!(matches!(
+        x.prod(&[0, -2], false),
+        Err(Error::RepeatedDim { .. })
+    ));
+    assert!(matches!(
+        x.all(&[-3], false),
+        Err(Error::DimOutOfRange { .. })
+    ));
+    assert!(matches!(
+        x.mean_dtype(&[0], false, DType::Bool),
+        Err(Error::UnsupportedDType { .. })
+    ));
+}
+
+fn zero_dim_and_keepdim(device: Device) {
+    let s = Tensor::from_vec(vec![-3.5f32], &[])
+        .unwrap()
+        .to_device(device)
+        .unwrap();
+    assert_eq!(f32s(&s.amax(&[], false).unwrap()), [-3.5]);
+    assert_eq!(f32s(&s.prod(&[0], true).unwrap()), [-3.5]);
+    assert_eq!(s.any(&[-1], false).unwrap().shape(), &[] as &[usize]);
+    let x = t32(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[1, 2, 3], device);
+    let m = x.mean(&[0, 2], true).unwrap();
+    assert_eq!((m.shape(), f32s(&m)), (&[1usize, 2, 1][..], vec![2.0, 5.0]));
+}
+
+backend_tests! {
+    nan_and_inf_follow_torch => nan_and_inf;
+    empty_inputs_follow_torch => empty_inputs;
+    result_dtypes_follow_torch => dtype_rules;
+    dtype_casts_come_first => dtype_casts_come_first;
+    negative_zero_sums_to_positive_zero => negative_zero_sums_to_positive_zero;
+    bad_input_is_a_typed_error => bad_input_is_a_typed_error;
+    zero_dim_and_keepdim => zero_dim_and_keepdim;
+}

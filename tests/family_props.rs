@@ -1,0 +1,385 @@
+//! Property tests of the value reductions (`prod`, `nansum`, `mean`,
+//! `amax`, `amin`, `any`, `all`) over random strided views (permuted,
+//! stepped, broadcast, offset, 0-size and 0-d), random dim sets and keepdim,
+//! on every dtype each op accepts, against an f64 (or exact integer) fold
+//! written here over ndarray's view of the same data. One body per op and
+//! dtype, run on the CPU here and on CUDA on a GPU machine.
+
+mod common;
+
+use common::{random_values, round_to, tensor_of, to_f64, Rng, ViewOp};
+use ndarray::{ArrayD, IxDyn};
+use proptest::prelude::*;
+use tensor_reduce::reduce::ReduceOp;
+use tensor_reduce::{DType, Device, Error, Tensor};
+
+#[derive(Debug, Clone)]
+struct Case {
+    dtype: DType,
+    base_shape: Vec<usize>,
+    views: Vec<ViewOp>,
+    dims: Vec<isize>,
+    keepdim: bool,
+    seed: u64,
+}
+
+fn nonempty(shape: &[usize]) -> usize {
+    shape.iter().map(|&d| d.max(1)).product()
+}
+
+fn case_strategy(dtype: DType) -> impl Strategy<Value = Case> {
+    let dim_size = prop_oneof![6 => 0usize..6, 2 => 6usize..40, 1 => 40usize..700];
+    (
+        proptest::collection::vec(dim_size, 0..=5),
+        any::<u64>(),
+        any::<bool>(),
+    )
+        .prop_filter_map(
+            "at most 20k elements",
+            move |(base_shape, seed, keepdim)| {
+                if nonempty(&base_shape) > 20_000 {
+                    return None;
+                }
+                let mut rng = Rng(seed);
+                let mut shape = base_shape.clone();
+                let mut views = Vec::new();
+                for _ in 0..rng.below(4) {
+                    if let Some(op) = ViewOp::random(&shape, &mut rng) {
+                        let probe =
+                            op.apply(&Tensor::zeros(&shape, DType::U8, Device::Cpu).unwrap());
+                        if nonempty(probe.shape()) > 30_000 {
+                            continue;
+                        }
+                        shape = probe.shape().to_vec();
+                        views.push(op);
+                    }
+                }
+                let rank = shape.len();
+                let mut dims: Vec<isize> = (0..rank as isize).filter(|_| rng.chance(0.5)).collect();
+                if rank > 0 && dims.is_empty() && rng.chance(0.5) {
+                    dims.push(rng.below(rank) as isize);
+                }
+                for d in dims.iter_mut() {
+                    if rng.chance(0.5) {
+                        *d -= rank as isize;
+                    }
+                }
+                for i in (1..dims.len()).rev() {
+                    dims.swap(i, rng.below(i + 1));
+                }
+                Some(Case {
+                    dtype,
+                    base_shape,
+                    views,
+                    dims,
+                    keepdim,
+                    seed,
+                })
+            },
+        )
+}
+
+/// Input values suited to the op: exact in the dtype, with NaN where it
+/// matters, zeros for the truth tests, and for `prod` mostly ±1 with rare
+/// powers of two, so that every product is exact in the accumulator and the
+/// comparison can be exact too.
+fn values_for(op: ReduceOp, dtype: DType, n: usize, rng: &mut Rng) -> Vec<f64> {
+    let mut v = random_values(dtype, n, rng);
+    let float = dtype.is_floating_point();
+    for x in v.iter_mut() {
+        match op {
+            ReduceOp::Prod => {
+                let u = rng.next_u64();
+                let sign = if dtype == DType::U8 || dtype == DType::Bool || u & 1 == 0 {
+                    1.0
+                } else {
+                    -1.0
+                };
+                *x = match (u >> 1) % 512 {
+                    0 => 0.0,
+                    1 | 2 => sign * 2.0,
+                    3 | 4 if float => sign * 0.5,
+                    _ => sign,
+                };
+                if dtype == DType::Bool {
+                    *x = (*x != 0.0) as u8 as f64;
+                }
+            }
+            ReduceOp::NanSum | ReduceOp::AMax | ReduceOp::AMin | ReduceOp::Any | ReduceOp::All
+                if float && rng.chance(0.02) =>
+            {
+                *x = f64::NAN
+            }
+            ReduceOp::Any if rng.chance(0.9) => *x = 0.0,
+            ReduceOp::All if rng.chance(0.02) => *x = 0.0,
+            ReduceOp::Mean if float && rng.chance(0.002) => *x = f64::NAN,
+            _ => {}
+        }
+    }
+    v
+}
+
+/// Applies `fold` to the values of each output's reduced slice, in the
+/// input's logical order, and shapes the result as torch does.
+fn reference<F: Fn(&[f64]) -> f64>(
+    a: &ArrayD<f64>,
+    dims: &[usize],
+    keepdim: bool,
+    fold: F,
+) -> (Vec<usize>, Vec<f64>) {
+    let rank = a.ndim();
+    let kept: Vec<usize> = (0..rank).filter(|d| !dims.contains(d)).collect();
+    let order: Vec<usize> = kept.iter().chain(dims.iter()).copied().collect();
+    let p = a.view().permuted_axes(IxDyn(&order));
+    let n_out: usize = kept.iter().map(|&d| a.shape()[d]).product();
+    let n_red: usize = dims.iter().map(|&d| a.shape()[d]).product();
+    let flat: Vec<f64> = p.iter().copied().collect();
+    let out: Vec<f64> = (0..n_out)
+        .map(|o| fold(&flat[o * n_red..(o + 1) * n_red]))
+        .collect();
+    let shape = (0..rank)
+        .filter_map(|d| match (dims.contains(&d), keepdim) {
+            (false, _) => Some(a.shape()[d]),
+            (true, true) => Some(1),
+            (true, false) => None,
+        })
+        .collect();
+    (shape, out)
+}
+
+fn eps(d: DType) -> f64 {
+    match d {
+        DType::F16 => 2f64.powi(-11),
+        DType::BF16 => 2f64.powi(-8),
+        DType::F32 => 2f64.powi(-24),
+        DType::F64 => 2f64.powi(-53),
+        _ => 0.0,
+    }
+}
+
+fn nan_max(v: &[f64], larger: bool) -> f64 {
+    v.iter().fold(
+        if larger {
+            f64::NEG_INFINITY
+        } else {
+            f64::INFINITY
+        },
+        |a, &b| {
+            if a.is_nan() || b.is_nan() {
+                f64::NAN
+            } else if larger {
+                a.max(b)
+            } else {
+                a.min(b)
+            }
+        },
+    )
+}
+
+/// Neumaier's compensated sum: close to exact, so the reference's own
+/// rounding does not eat into the tolerance even for f64 inputs.
+fn exact_sum<'a>(v: impl IntoIterator<Item = &'a f64>) -> f64 {
+    let (mut sum, mut comp) = (0.0f64, 0.0f64);
+    for &x in v {
+        let t = sum + x;
+        comp += if sum.abs() >= x.abs() {
+            (sum - t) + x
+        } else {
+            (x - t) + sum
+        };
+        sum = t;
+    }
+    sum + comp
+}
+
+/// Wrapping i64 product, as torch's integer prod.
+fn int_prod(v: &[f64]) -> f64 {
+    v.iter().fold(1i64, |a, &b| a.wrapping_mul(b as i64)) as f64
+}
+
+fn check_case(op: ReduceOp, case: &Case, device: Device) -> Result<(), TestCaseError> {
+    let mut rng = Rng(case.seed ^ 0xFA11);
+    let n: usize = case.base_shape.iter().product();
+    let values = values_for(op, case.dtype, n, &mut rng);
+    let base = tensor_of(case.dtype, &values, &case.base_shape)
+        .to_device(device)
+        .unwrap();
+    let mut a = ArrayD::from_shape_vec(IxDyn(&case.base_shape), values).unwrap();
+    let mut x = base;
+    for v in &case.views {
+        x = v.apply(&x);
+        a = v.apply_ref(a);
+    }
+    let rank = x.dim();
+    let wrapped: Vec<usize> = if case.dims.is_empty() {
+        (0..rank).collect()
+    } else {
+        let mut w: Vec<usize> = case
+            .dims
+            .iter()
+            .map(|&d| {
+                if d < 0 {
+                    (d + rank as isize) as usize
+                } else {
+                    d as usize
+                }
+            })
+            .collect();
+        w.sort_unstable();
+        w
+    };
+    let result = match op {
+        ReduceOp::Prod => x.prod(&case.dims, case.keepdim),
+        ReduceOp::NanSum => x.nansum(&case.dims, case.keepdim),
+        ReduceOp::Mean => x.mean(&case.dims, case.keepdim),
+        ReduceOp::AMax => x.amax(&case.dims, case.keepdim),
+        ReduceOp::AMin => x.amin(&case.dims, case.keepdim),
+        ReduceOp::Any => x.any(&case.dims, case.keepdim),
+        ReduceOp::All => x.all(&case.dims, case.keepdim),
+        ReduceOp::Sum => x.sum(&case.dims, case.keepdim),
+    };
+    let n_red: usize = wrapped.iter().map(|&d| x.shape()[d]).product();
+    let expected_dtype = op.output_dtype(case.dtype, None);
+    if matches!(op, ReduceOp::AMax | ReduceOp::AMin) && x.numel() == 0 {
+        let empty_dim = case.dims.is_empty() || wrapped.iter().any(|&d| x.shape()[d] == 0);
+        if empty_dim {
+            prop_assert!(
+                matches!(result, Err(Error::EmptyReduction { .. })),
+                "{case:?}: {result:?}"
+            );
+            return Ok(());
+        }
+    }
+    let Ok(out_dtype) = expected_dtype else {
+        prop_assert!(
+            matches!(result, Err(Error::UnsupportedDType { .. })),
+            "{case:?}: {result:?}"
+        );
+        return Ok(());
+    };
+    let got = result.map_err(|e| TestCaseError::fail(format!("{op} failed: {e}")))?;
+    prop_assert_eq!(got.dtype(), out_dtype);
+    prop_assert_eq!(got.device(), device);
+    let float_out = out_dtype.is_floating_point();
+    let (shape, expected) = reference(&a, &wrapped, case.keepdim, |v| match op {
+        ReduceOp::Prod if float_out => v.iter().product(),
+        ReduceOp::Prod => int_prod(v),
+        ReduceOp::NanSum => exact_sum(v.iter().filter(|x| !x.is_nan())),
+        ReduceOp::Mean if v.iter().any(|x| x.is_nan()) => f64::NAN,
+        ReduceOp::Mean => exact_sum(v) / v.len() as f64,
+        ReduceOp::AMax => nan_max(v, true),
+        ReduceOp::AMin => nan_max(v, false),
+        ReduceOp::Any => v.iter().any(|&x| x != 0.0) as u8 as f64,
+        ReduceOp::All => v.iter().all(|&x| x != 0.0) as u8 as f64,
+        ReduceOp::Sum => exact_sum(v),
+    });
+    let (_, abs) = reference(&a, &wrapped, case.keepdim, |v| {
+        v.iter().filter(|x| !x.is_nan()).map(|x| x.abs()).sum()
+    });
+    prop_assert_eq!(got.shape(), &shape[..]);
+    let got = to_f64(&got);
+    // The compute type's epsilon, and how many roundings one result can
+    // stack up: a sequential chain per accumulator (at most a CPU leaf lane,
+    // 1024 / 8, or a GPU thread's share of a row) and a pairwise tree above.
+    let acc = eps(if case.dtype == DType::F64 {
+        DType::F64
+    } else {
+        DType::F32
+    });
+    let depth = (n_red.min(1024) / 4) as f64 + (n_red.max(2) as f64).log2().ceil() + 2.0;
+    for (i, ((&g, &r), &s)) in got.iter().zip(&expected).zip(&abs).enumerate() {
+        let r_out = round_to(out_dtype, r);
+        let ok = match op {
+            // Exact: comparisons, truth values, and products of powers of two.
+            ReduceOp::AMax | ReduceOp::AMin | ReduceOp::Any | ReduceOp::All | ReduceOp::Prod => {
+                (g.is_nan() && r_out.is_nan()) || g == r_out
+            }
+            _ if r.is_nan() => g.is_nan(),
+            _ => {
+                let scale = if op == ReduceOp::Mean {
+                    1.0 / n_red.max(1) as f64
+                } else {
+                    1.0
+                };
+                let tol = depth * acc * s * scale
+                    + (2.0 * acc + eps(out_dtype)) * r.abs()
+                    + if out_dtype == DType::F16 {
+                        2f64.powi(-24)
+                    } else {
+                        0.0
+                    };
+                (g - r).abs() <= tol || g == r_out
+            }
+        };
+        prop_assert!(
+            ok,
+            "{:?} {}: element {}: got {}, expected {} (n {})",
+            case,
+            op,
+            i,
+            g,
+            r_out,
+            n_red
+        );
+    }
+    Ok(())
+}
+
+fn run(op: ReduceOp, dtype: DType, device: Device) {
+    let cases = std::env::var("TENSOR_REDUCE_PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .map_or(400, |n| n / 4);
+    let config = ProptestConfig {
+        cases,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    };
+    proptest!(config, |(case in case_strategy(dtype))| {
+        check_case(op, &case, device)?;
+    });
+}
+
+/// One body per op, walking every dtype: torch's refusals (an integer
+/// `mean`) are checked as typed errors.
+macro_rules! op_bodies {
+    ($($name:ident => $op:ident;)*) => {
+        $(fn $name(device: Device) {
+            for dtype in DType::ALL {
+                run(ReduceOp::$op, dtype, device)
+            }
+        })*
+    };
+}
+
+op_bodies! {
+    prod_body => Prod;
+    nansum_body => NanSum;
+    mean_body => Mean;
+    amax_body => AMax;
+    amin_body => AMin;
+    any_body => Any;
+    all_body => All;
+}
+
+backend_tests! {
+    prod_matches_reference => prod_body;
+    nansum_matches_reference => nansum_body;
+    mean_matches_reference => mean_body;
+    amax_matches_reference => amax_body;
+    amin_matches_reference => amin_body;
+    any_matches_reference => any_body;
+    all_matches_reference => all_body;
+}
+
+#[test]
+fn reference_folds_follow_the_reduced_slices() {
+    // The harness itself: [[1, 2, 3], [4, 5, 6]] over dim 1 and over dim 0.
+    let a = ArrayD::from_shape_vec(IxDyn(&[2, 3]), vec![1., 2., 3., 4., 5., 6.]).unwrap();
+    let sum = |v: &[f64]| v.iter().sum::<f64>();
+    assert_eq!(reference(&a, &[1], false, sum), (vec![2], vec![6.0, 15.0]));
+    assert_eq!(
+        reference(&a, &[0], true, sum),
+        (vec![1, 3], vec![5.0, 7.0, 9.0])
+    );
+}
