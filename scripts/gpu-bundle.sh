@@ -42,7 +42,8 @@ for line in sys.stdin:
 echo "building release tests..." >&2
 cargo test --release --no-run --message-format=json 2>/dev/null | executables | sort -u >"$dest/tests.list.src"
 echo "building benches..." >&2
-cargo bench --no-run --message-format=json 2>/dev/null | executables | sort -u >"$dest/benches.list.src" || true
+# (the library's own bench target has no benchmarks: left out)
+cargo bench --no-run --message-format=json 2>/dev/null | executables | grep -v '/tensor_reduce-' | sort -u >"$dest/benches.list.src" || true
 echo "building examples..." >&2
 cargo build --release --examples --message-format=json 2>/dev/null | python3 -c '
 import json, sys
@@ -59,12 +60,16 @@ while read -r p; do [ -n "$p" ] && stage test "$p" >>"$dest/tests.list"; done <"
 while read -r p; do [ -n "$p" ] && stage bench "$p" >>"$dest/benches.list"; done <"$dest/benches.list.src"
 while read -r p; do [ -n "$p" ] && stage example "$p" >>"$dest/examples.list"; done <"$dest/examples.list.src"
 rm -f "$dest"/*.list.src
+# The device tool carries at most 64 MiB; the executables are ~10x that
+# compressed, so they travel as one xz archive that run.sh unpacks.
+tar -C "$dest" -cJf "$dest/bin.tar.xz" bin && rm -rf "$dest/bin"
 
 cat >"$dest/run.sh" <<'RUNNER'
 #!/usr/bin/env bash
 # Runs the staged executables on a GPU machine; see scripts/gpu-bundle.sh.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+[ -d "$here/bin" ] || tar -C "$here" -xJf "$here/bin.tar.xz"
 # Per-run logs; at the end they are packed into one archive under $OUT
 # (the GPU tool brings back only a few files).
 logs=$(mktemp -d)
