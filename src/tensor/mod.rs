@@ -1,6 +1,8 @@
 //! The strided [`Tensor`]: shared storage, a shape, element strides and a
 //! storage offset. Views (permute, narrow, expand, ...) never copy.
 
+mod create;
+mod display;
 mod random;
 pub(crate) mod storage;
 pub(crate) mod view;
