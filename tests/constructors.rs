@@ -33,7 +33,10 @@ fn ones_and_full(device: Device) {
     // The result owns its storage: it is contiguous and sums as expected.
     let big = Tensor::full(&[300, 7], 0.5, DType::F32, device).unwrap();
     assert!(big.is_contiguous());
-    assert_eq!(big.sum_all().unwrap().to_vec::<f32>().unwrap(), vec![1050.0]);
+    assert_eq!(
+        big.sum_all().unwrap().to_vec::<f32>().unwrap(),
+        vec![1050.0]
+    );
 }
 
 fn arange(device: Device) {
@@ -98,7 +101,10 @@ fn bad_arguments_are_typed_errors() {
     ));
     assert!(matches!(
         Tensor::full(&[2], 256.0, DType::U8, cpu),
-        Err(Error::ValueOutOfRange { dtype: DType::U8, .. })
+        Err(Error::ValueOutOfRange {
+            dtype: DType::U8,
+            ..
+        })
     ));
     assert!(matches!(
         Tensor::full(&[2], f64::NAN, DType::I32, cpu),
@@ -122,7 +128,11 @@ fn from_vec_round_trips_every_dtype() {
         assert_eq!(t.to_vec::<T>().unwrap(), values);
         assert!(matches!(
             Tensor::from_vec(values, &[3]),
-            Err(Error::LengthMismatch { expected: 3, given: 4, .. })
+            Err(Error::LengthMismatch {
+                expected: 3,
+                given: 4,
+                ..
+            })
         ));
     }
     check([1.0, -2.0, 0.5, 3.0].map(f16::from_f32).to_vec());

@@ -76,13 +76,19 @@ fn fixture() -> Vec<(String, String)> {
 #[test]
 fn prints_as_torch_does() {
     let cases = fixture();
-    assert!(cases.len() >= 30, "fixture parsed into {} cases", cases.len());
+    assert!(
+        cases.len() >= 30,
+        "fixture parsed into {} cases",
+        cases.len()
+    );
     let mut failures = Vec::new();
     for (name, expected) in &cases {
         let t = case(name).unwrap_or_else(|| panic!("no Rust case for fixture {name:?}"));
         let got = t.to_string();
         if &got != expected {
-            failures.push(format!("{name}:\n  got:      {got:?}\n  expected: {expected:?}"));
+            failures.push(format!(
+                "{name}:\n  got:      {got:?}\n  expected: {expected:?}"
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -121,7 +127,9 @@ fn on_device(device: Device) {
         .unwrap();
     assert_eq!(
         m.to_string(),
-        format!("tensor([[ 1,  3],\n        [ 5,  7],\n        [ 9, 11]]{suffix}, dtype=torch.int32)")
+        format!(
+            "tensor([[ 1,  3],\n        [ 5,  7],\n        [ 9, 11]]{suffix}, dtype=torch.int32)"
+        )
     );
     let e = Tensor::zeros(&[0, 2], DType::F32, device).unwrap();
     assert_eq!(e.to_string(), format!("tensor([]{suffix}, size=(0, 2))"));

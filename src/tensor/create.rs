@@ -145,7 +145,9 @@ impl Tensor {
                     let (s, d) = (start as f32, step as f32);
                     with_dtype!(dtype, T => Tensor::host_from_fn::<T>(&[n], |i| T::from_f32(s + d * i as f32))?)
                 }
-                _ => with_dtype!(dtype, T => Tensor::host_from_fn::<T>(&[n], |i| T::from_f64(start + step * i as f64))?),
+                _ => {
+                    with_dtype!(dtype, T => Tensor::host_from_fn::<T>(&[n], |i| T::from_f64(start + step * i as f64))?)
+                }
             }
         } else {
             let (s, e, d) = (start as i64, end as i64, step as i64);

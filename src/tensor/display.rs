@@ -228,7 +228,10 @@ impl Reader<'_> {
                 .collect();
             let per_line = (LINE_WIDTH.saturating_sub(indent) / (f.max_width + 2)).max(1);
             let lines: Vec<String> = items.chunks(per_line).map(|l| l.join(", ")).collect();
-            return format!("[{}]", lines.join(&format!(",\n{}", " ".repeat(indent + 1))));
+            return format!(
+                "[{}]",
+                lines.join(&format!(",\n{}", " ".repeat(indent + 1)))
+            );
         }
         let rows: Vec<String> = shown
             .iter()
@@ -237,11 +240,7 @@ impl Reader<'_> {
                 None => "...".into(),
             })
             .collect();
-        let sep = format!(
-            ",{}{}",
-            "\n".repeat(rank - d - 1),
-            " ".repeat(indent + 1)
-        );
+        let sep = format!(",{}{}", "\n".repeat(rank - d - 1), " ".repeat(indent + 1));
         format!("[{}]", rows.join(&sep))
     }
 }
