@@ -28,19 +28,31 @@ fn main() -> Result<()> {
 
     setup("x = torch.arange(120, dtype=torch.float32).reshape(2, 3, 4, 5) / 4");
     let x = Tensor::arange(0.0, 30.0, 0.25, DType::F32, device)?.reshape(&[2, 3, 4, 5])?;
-    show("x[0, 0]", x.narrow(0, 0, 1)?.squeeze_dim(0)?.narrow(0, 0, 1)?.squeeze_dim(0))?;
+    show(
+        "x[0, 0]",
+        x.narrow(0, 0, 1)?
+            .squeeze_dim(0)?
+            .narrow(0, 0, 1)?
+            .squeeze_dim(0),
+    )?;
     show("x.sum(1, keepdim=True)", x.sum(&[1], true))?;
     show("x.sum()", x.sum_all())?;
     show("x.sum(-1)", x.sum(&[-1], false))?;
     show("x.sum((0, 2))", x.sum(&[0, 2], false))?;
     show("x.sum((-1, 1), keepdim=True)", x.sum(&[-1, 1], true))?;
-    show("x.transpose(1, 3).sum(1)", x.transpose(1, 3)?.sum(&[1], false))?;
+    show(
+        "x.transpose(1, 3).sum(1)",
+        x.transpose(1, 3)?.sum(&[1], false),
+    )?;
 
     // Half precision accumulates in f32: 4096 ones sum to 4096, not 2048.
     setup("h = torch.ones(4096, dtype=torch.float16)");
     let h = Tensor::ones(&[4096], DType::F16, device)?;
     show("h.sum()", h.sum_all())?;
-    show("h.sum(dtype=torch.float32)", h.sum_dtype(&[], false, DType::F32))?;
+    show(
+        "h.sum(dtype=torch.float32)",
+        h.sum_dtype(&[], false, DType::F32),
+    )?;
 
     // Integers sum to int64.
     setup("i = torch.arange(12, dtype=torch.int32).reshape(3, 4)");

@@ -17,6 +17,9 @@
 //! like `log n` rather than `n`.
 
 mod accumulate;
+mod explain;
+
+pub use explain::{CpuPlan, CpuStrategy};
 
 use crate::iter::TensorIterator;
 use crate::tensor::storage::{CpuStorage, Storage};
