@@ -3,6 +3,8 @@
 
 mod create;
 mod display;
+#[cfg(feature = "ndarray")]
+mod ndarray_interop;
 mod random;
 pub(crate) mod storage;
 pub(crate) mod view;
