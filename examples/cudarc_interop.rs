@@ -28,7 +28,9 @@ fn run() -> AnyResult<bool> {
     // Only now, to check, copy back (clone_dtoh waits for the stream).
     let (rows, cols) = (stream.clone_dtoh(&rows)?, stream.clone_dtoh(&cols)?);
     let want_rows: Vec<f32> = host.chunks(4).map(|r| r.iter().sum()).collect();
-    let want_cols: Vec<f32> = (0..4).map(|c| (0..3).map(|r| host[r * 4 + c]).sum()).collect();
+    let want_cols: Vec<f32> = (0..4)
+        .map(|c| (0..3).map(|r| host[r * 4 + c]).sum())
+        .collect();
     println!("x.sum(1) = {rows:?} (expected {want_rows:?})");
     println!("x.t().sum(1) = {cols:?} (expected {want_cols:?})");
     Ok(rows == want_rows && cols == want_cols)

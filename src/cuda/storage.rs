@@ -2,7 +2,7 @@
 
 use super::{context, driver_error};
 use crate::tensor::storage::CpuStorage;
-use crate::{DType, Result};
+use crate::{DType, Error, Result};
 use cudarc::driver::{CudaSlice, CudaStream};
 use std::sync::Arc;
 
@@ -65,7 +65,10 @@ impl CudaStorage {
     fn alloc_on(stream: &Arc<CudaStream>, dtype: DType, len: usize, zeroed: bool) -> Result<Self> {
         let stream = stream.clone();
         let ordinal = stream.context().ordinal();
-        let bytes = (len * dtype.size_in_bytes()).max(1);
+        let bytes = len
+            .checked_mul(dtype.size_in_bytes())
+            .ok_or_else(|| Error::ShapeOverflow { shape: vec![len] })?
+            .max(1);
         let buf = if zeroed {
             stream.alloc_zeros::<u8>(bytes)
         } else {
