@@ -98,7 +98,21 @@ fn views_move_between_devices(device: Device) {
     assert_eq!(back.to_vec::<i64>().unwrap(), want);
 }
 
+fn huge_broadcasts_are_errors(device: Device) {
+    let one = Tensor::ones(&[1], DType::F32, device).unwrap();
+    let huge = one.expand(&[1 << 61, 4]).unwrap();
+    assert!(matches!(
+        huge.contiguous(),
+        Err(Error::ShapeOverflow { .. })
+    ));
+    assert!(matches!(
+        huge.to_vec::<f32>(),
+        Err(Error::ShapeOverflow { .. })
+    ));
+}
+
 backend_tests! {
+    copies_of_huge_broadcasts_are_errors => huge_broadcasts_are_errors;
     contiguous_gathers_views => contiguous_views;
     to_device_moves_the_span => views_move_between_devices;
 }

@@ -211,6 +211,16 @@ impl Tensor {
                 requested: T::DTYPE,
             });
         }
+        // A broadcast view can name more elements than memory can hold.
+        if self
+            .numel()
+            .checked_mul(self.dtype.size_in_bytes())
+            .is_none_or(|b| b > isize::MAX as usize)
+        {
+            return Err(Error::ShapeOverflow {
+                shape: self.shape.to_vec(),
+            });
+        }
         let host = self.to_device(Device::Cpu)?;
         let Storage::Cpu(storage) = &host.storage else {
             unreachable!("to_device(Cpu) returns host storage")
