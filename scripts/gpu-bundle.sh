@@ -154,6 +154,16 @@ if [[ " $STAGES " == *" examples "* ]] && [ -n "$qs" ] && [ -f "$here/../scripts
   fi
 fi
 
+# Display's expected strings (tests/fixtures/display.txt) against torch's
+# own printing of the same expressions, where torch is installed.
+if [[ " $STAGES " == *" examples "* ]] && [ -f "$here/../scripts/display_torch_check.py" ] && python3 -c 'import torch' 2>/dev/null; then
+  if python3 "$here/../scripts/display_torch_check.py" 2>&1 | diff "$here/../tests/fixtures/display.txt" - >"$logs/display.diff"; then
+    summary+=("display fixture vs torch: identical")
+  else
+    summary+=("display fixture vs torch: $(grep -c '^>' "$logs/display.diff") lines differ (see display.diff)")
+  fi
+fi
+
 echo "==== summary ===="
 printf '%s\n' "${summary[@]}" | tee "$logs/summary.txt"
 dest_logs="${OUT:-$here}"
