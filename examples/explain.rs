@@ -1,14 +1,16 @@
 //! Explains the GPU launches of a reduction (`x.sum(dims)`, `x.amax(dims)`,
 //! ...) for a described input view, without a GPU and without allocating
-//! the input.
+//! the input; with `--cpu`, the CPU backend's loops instead.
 //!
 //! ```text
 //! cargo run --release --example explain -- --shape 16,128,64,128 --dims 1 --dtype f32
 //! cargo run --release --example explain -- --op mean --shape 4096,4096 --dims 1 --dtype bf16
 //! cargo run --release --example explain -- --shape 8192,8192 --strides 1,8192 --dims 0 --device a100 --json
+//! cargo run --release --example explain -- --shape 8192,8192 --dims 0 --cpu
 //! ```
 
 use std::process::ExitCode;
+use tensor_reduce::cpu::CpuPlan;
 use tensor_reduce::cuda::plan::{DeviceProps, ReducePlan};
 use tensor_reduce::iter::TensorIterator;
 use tensor_reduce::reduce::ReduceOp;
@@ -17,7 +19,11 @@ use tensor_reduce::DType;
 const USAGE: &str = "\
 usage: explain --shape N,N,... [--op sum] [--strides S,S,...] [--offset N] [--dims D,D,...]
                [--keepdim] [--dtype f32] [--out-dtype DTYPE] [--device h200|h100|a100]
-               [--sms N] [--max-threads-per-sm N] [--json]
+               [--sms N] [--max-threads-per-sm N] [--json] [--cpu]
+
+Shows the GPU launch plan (PyTorch's ReduceConfig, grid, block, memory) of
+the reduction for the described view, or with --cpu the CPU backend's plan
+(threads, inner rows or outer column tiles, leaf/tile/block sizes).
 
   --shape      sizes of the input view
   --op         the reduction: sum nansum prod mean amax amin any all (default sum)
@@ -28,7 +34,8 @@ usage: explain --shape N,N,... [--op sum] [--strides S,S,...] [--offset N] [--di
   --dtype      input dtype: f16 bf16 f32 f64 i32 i64 u8 bool (default f32)
   --out-dtype  result dtype, as sum(dtype=...) (default: torch's result dtype for the op)
   --device     GPU preset (default h200); --sms / --max-threads-per-sm override it
-  --json       print one JSON object instead of the explanation";
+  --json       print one JSON object instead of the explanation (GPU plan only)
+  --cpu        explain the CPU backend's plan instead of the GPU's";
 
 struct Args {
     op: ReduceOp,
@@ -41,6 +48,7 @@ struct Args {
     out_dtype: Option<DType>,
     props: DeviceProps,
     json: bool,
+    cpu: bool,
 }
 
 fn parse_list<T: std::str::FromStr>(flag: &str, text: &str) -> Result<Vec<T>, String> {
@@ -78,6 +86,7 @@ fn parse_args(argv: &[String]) -> Result<Args, String> {
         out_dtype: None,
         props: DeviceProps::h200(),
         json: false,
+        cpu: false,
     };
     let (mut shape, mut sms, mut threads) = (None, None, None);
     let mut it = argv.iter();
@@ -126,6 +135,7 @@ fn parse_args(argv: &[String]) -> Result<Args, String> {
                 )
             }
             "--json" => args.json = true,
+            "--cpu" => args.cpu = true,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -239,6 +249,17 @@ fn run(args: &Args) -> Result<(), String> {
         out.size_in_bytes(),
         &mask,
     );
+    if args.cpu {
+        if args.json {
+            return Err("--json describes the GPU plan; drop it or --cpu".into());
+        }
+        println!(
+            "input {:?} strides {strides:?} offset {}",
+            args.shape, args.offset
+        );
+        print!("{}", CpuPlan::new(&it, &sig, rayon::current_num_threads()));
+        return Ok(());
+    }
     let plan = ReducePlan::new(&it, &sig, &args.props).map_err(|e| e.to_string())?;
     let result_shape: Vec<usize> = args
         .shape

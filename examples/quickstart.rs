@@ -1,68 +1,70 @@
-//! tensor-reduce in a page: the torch.sum calls people write, side by side.
+//! tensor-reduce in a page: the torch.sum calls people write, printed the
+//! way a Python session with torch prints them.
 //!
-//! Run: `cargo run --release --example quickstart`. Every line prints the
-//! torch expression it mirrors; `scripts/quickstart_torch.py` prints the same
-//! lines from PyTorch, so the two outputs can be diffed.
-//! Uses the GPU when one is present, the CPU otherwise.
+//! Run: `cargo run --release --example quickstart`. Uses the GPU when one is
+//! present, the CPU otherwise. `scripts/quickstart_torch.py` is its twin: it
+//! runs the same expressions with torch and prints the same text, so the two
+//! outputs diff clean (all but the first line, the device). To add a case,
+//! add one `show(...)` line here and the same expression there; pick inputs
+//! whose results are exact whatever the summation order (quarters here), so
+//! that both print the same digits.
 
-use tensor_reduce::{f16, DType, Device, Element, Result, Tensor};
+use tensor_reduce::{DType, Device, Result, Tensor};
 
-/// Prints `label: shape [..] dtype values [..]` with 4 decimals, as the
-/// Python twin does.
-fn show<T: Element>(label: &str, t: &Tensor) -> Result<()> {
-    let values: Vec<String> = t
-        .to_vec::<T>()?
-        .into_iter()
-        .map(|v| format!("{:.4}", v.to_f64()))
-        .collect();
-    println!(
-        "{label}: shape {:?} dtype {} values [{}]",
-        t.shape(),
-        t.dtype(),
-        values.join(", ")
-    );
+/// One session step: the torch expression, then its value as torch prints it.
+fn show(expr: &str, value: Result<Tensor>) -> Result<()> {
+    println!(">>> {expr}\n{}", value?);
     Ok(())
+}
+
+/// A setup statement, echoed as typed.
+fn setup(statement: &str) {
+    println!(">>> {statement}");
 }
 
 fn main() -> Result<()> {
     let device = Device::cuda_if_available();
     println!("device: {}", if device.is_cuda() { "cuda" } else { "cpu" });
 
-    // x = torch.arange(120, dtype=torch.float32).reshape(2, 3, 4, 5) / 10
-    let data: Vec<f32> = (0..120).map(|v| v as f32 / 10.0).collect();
-    let x = Tensor::from_vec(data, &[2, 3, 4, 5])?.to_device(device)?;
-
-    // The seed document's example: torch.randn(2,3,4,5).sum(1, keepdim=True).
-    show::<f32>("x.sum(1, keepdim=True)", &x.sum(&[1], true)?)?;
-    show::<f32>("x.sum()", &x.sum_all()?)?;
-    show::<f32>("x.sum(-1)", &x.sum(&[-1], false)?)?;
-    show::<f32>("x.sum((0, 2))", &x.sum(&[0, 2], false)?)?;
-    show::<f32>("x.sum((-1, 1), keepdim=True)", &x.sum(&[-1, 1], true)?)?;
-    show::<f32>(
+    setup("x = torch.arange(120, dtype=torch.float32).reshape(2, 3, 4, 5) / 4");
+    let x = Tensor::arange(0.0, 30.0, 0.25, DType::F32, device)?.reshape(&[2, 3, 4, 5])?;
+    show(
+        "x[0, 0]",
+        x.narrow(0, 0, 1)?
+            .squeeze_dim(0)?
+            .narrow(0, 0, 1)?
+            .squeeze_dim(0),
+    )?;
+    show("x.sum(1, keepdim=True)", x.sum(&[1], true))?;
+    show("x.sum()", x.sum_all())?;
+    show("x.sum(-1)", x.sum(&[-1], false))?;
+    show("x.sum((0, 2))", x.sum(&[0, 2], false))?;
+    show("x.sum((-1, 1), keepdim=True)", x.sum(&[-1, 1], true))?;
+    show(
         "x.transpose(1, 3).sum(1)",
-        &x.transpose(1, 3)?.sum(&[1], false)?,
+        x.transpose(1, 3)?.sum(&[1], false),
     )?;
 
     // Half precision accumulates in f32: 4096 ones sum to 4096, not 2048.
-    let h = Tensor::from_vec(vec![f16::ONE; 4096], &[4096])?.to_device(device)?;
-    show::<f16>("torch.ones(4096, dtype=torch.float16).sum()", &h.sum_all()?)?;
-    show::<f32>(
-        "torch.ones(4096, dtype=torch.float16).sum(dtype=torch.float32)",
-        &h.sum_dtype(&[], false, DType::F32)?,
+    setup("h = torch.ones(4096, dtype=torch.float16)");
+    let h = Tensor::ones(&[4096], DType::F16, device)?;
+    show("h.sum()", h.sum_all())?;
+    show(
+        "h.sum(dtype=torch.float32)",
+        h.sum_dtype(&[], false, DType::F32),
     )?;
 
     // Integers sum to int64.
-    let i = Tensor::from_vec((0..12).collect::<Vec<i32>>(), &[3, 4])?.to_device(device)?;
-    show::<i64>(
-        "torch.arange(12, dtype=torch.int32).reshape(3, 4).sum(0)",
-        &i.sum(&[0], false)?,
-    )?;
+    setup("i = torch.arange(12, dtype=torch.int32).reshape(3, 4)");
+    let i = Tensor::arange(0.0, 12.0, 1.0, DType::I32, device)?.reshape(&[3, 4])?;
+    show("i", Ok(i.clone()))?;
+    show("i.sum(0)", i.sum(&[0], false))?;
 
-    // A seeded random input, the way tests and benchmarks make them.
+    // A seeded random input, the way tests and benchmarks make them (our
+    // generator is not torch's, so only the shape is compared).
+    setup("r = torch.randn(2, 3, 4, 5)");
     let r = Tensor::randn(&[2, 3, 4, 5], DType::F32, device, 0)?;
-    println!(
-        "randn(2,3,4,5, seed 0).sum(1, keepdim=True) has shape {:?}",
-        r.sum(&[1], true)?.shape()
-    );
+    println!(">>> r.sum(1, keepdim=True).shape");
+    println!("torch.Size({:?})", r.sum(&[1], true)?.shape());
     Ok(())
 }

@@ -8,8 +8,8 @@
 #
 # run.sh runs every test executable with --include-ignored and
 # TENSOR_REDUCE_REQUIRE_CUDA=1, compute-sanitizer (memcheck, racecheck,
-# synccheck) over a few small GPU tests, the quickstart example if there is
-# one, and ends with a summary. Logs are packed into $OUT/gpu-logs.tar.gz
+# synccheck) over a few small GPU tests, the quickstart and cudarc_interop
+# examples, and ends with a summary. Logs are packed into $OUT/gpu-logs.tar.gz
 # ($OUT unset: .gpu/gpu-logs.tar.gz).
 set -euo pipefail
 
@@ -138,11 +138,11 @@ else
   summary+=("sanitizers: not run (compute-sanitizer or gpu_paths missing)")
 fi
 
-# Stage 3: examples (the quickstart if present).
+# Stage 3: examples that run without arguments and check themselves.
 expass=0; exfail=0
 [[ " $STAGES " == *" examples "* ]] && while read -r e; do
   [ -n "$e" ] || continue
-  case "$e" in *quickstart*) ;; *) continue ;; esac
+  case "$e" in *quickstart*|*cudarc_interop*) ;; *) continue ;; esac
   if timeout 300 "$here/bin/$e" >"$logs/$e.log" 2>&1; then expass=$((expass + 1)); else exfail=$((exfail + 1)); fi
   tail -5 "$logs/$e.log"
 done <"$here/examples.list"
@@ -156,6 +156,16 @@ if [[ " $STAGES " == *" examples "* ]] && [ -n "$qs" ] && [ -f "$here/../scripts
     summary+=("quickstart vs torch: identical")
   else
     summary+=("quickstart vs torch: $(grep -c '^<' "$logs/quickstart.diff") lines differ (see quickstart.diff)")
+  fi
+fi
+
+# Display's expected strings (tests/fixtures/display.txt) against torch's
+# own printing of the same expressions, where torch is installed.
+if [[ " $STAGES " == *" examples "* ]] && [ -f "$here/../scripts/display_torch_check.py" ] && python3 -c 'import torch' 2>/dev/null; then
+  if python3 "$here/../scripts/display_torch_check.py" 2>&1 | diff "$here/../tests/fixtures/display.txt" - >"$logs/display.diff"; then
+    summary+=("display fixture vs torch: identical")
+  else
+    summary+=("display fixture vs torch: $(grep -c '^>' "$logs/display.diff") lines differ (see display.diff)")
   fi
 fi
 

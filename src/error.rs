@@ -104,6 +104,15 @@ pub enum Error {
     #[error("{op}(): {why}")]
     EmptyReduction { op: &'static str, why: String },
 
+    /// A fill value that the dtype cannot hold (torch: "value cannot be
+    /// converted to type ... without overflow").
+    #[error("value {value} cannot be converted to {dtype} without overflow")]
+    ValueOutOfRange { value: f64, dtype: DType },
+
+    /// An argument outside what the function accepts, e.g. an `arange` step of 0.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+
     /// A request the library does not support (yet), named precisely.
     #[error("unsupported: {0}")]
     Unsupported(String),

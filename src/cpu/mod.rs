@@ -6,8 +6,11 @@
 //! writes each accumulator to the result's dtype.
 
 mod element;
+mod explain;
 mod ops;
 mod tree;
+
+pub use explain::{CpuPlan, CpuStrategy};
 
 use crate::iter::TensorIterator;
 use crate::reduce::{OpParams, ReduceOp, Signature};

@@ -23,19 +23,19 @@ use crate::{Error, Result};
 use rayon::prelude::*;
 
 /// Elements summed sequentially (over 8 lanes) at the bottom of the pairwise tree.
-const LEAF: usize = 1024;
+pub(super) const LEAF: usize = 1024;
 /// Outputs one column tile accumulates: 4 KiB of f32 accumulators, so each
 /// input row of a tile is a page-sized contiguous read. Narrower tiles walk
 /// the input in short pieces one row stride apart, and each piece then costs
 /// a TLB miss and a prefetcher restart (64 outputs made outer_8k_8k 3x slower).
-const TILE: usize = 1024;
+pub(super) const TILE: usize = 1024;
 /// Rows a column tile adds sequentially at the bottom of its pairwise tree.
-const OUTER_LEAF_ROWS: usize = 128;
+pub(super) const OUTER_LEAF_ROWS: usize = 128;
 /// Work (elements) below which a subtree is not split across threads.
-const PARALLEL_GRAIN: usize = 1 << 16;
+pub(super) const PARALLEL_GRAIN: usize = 1 << 16;
 
 /// The iterator in element units, split into its reduced and output parts.
-struct Layout {
+pub(super) struct Layout {
     /// (size, input stride in elements) of the reduced dims, fastest first.
     reduce: Vec<(usize, usize)>,
     /// (size, input stride in elements) of the output dims, fastest first.
@@ -46,7 +46,7 @@ struct Layout {
 }
 
 impl Layout {
-    fn new(iter: &TensorIterator) -> Layout {
+    pub(super) fn new(iter: &TensorIterator) -> Layout {
         let esize = iter.element_size(TensorIterator::INPUT) as i64;
         let nr = iter.num_reduce_dims();
         let dims: Vec<(usize, usize)> = iter
@@ -90,7 +90,7 @@ impl Layout {
 
     /// Column tiles apply when the fastest output dim is contiguous in the
     /// input while the fastest reduced dim is not.
-    fn is_outer(&self) -> bool {
+    pub(super) fn is_outer(&self) -> bool {
         matches!(self.output.first(), Some(&(n, 1)) if n > 1)
             && self.reduce.first().is_some_and(|&(_, s)| s != 1)
     }

@@ -5,6 +5,8 @@
 //! crate builds without a CUDA toolkit and a machine without a driver gets an
 //! [`Error::CudaUnavailable`] instead of a panic.
 
+mod copy;
+mod interop;
 pub mod kernel;
 mod nvrtc;
 mod params;
@@ -12,6 +14,8 @@ pub mod plan;
 mod reduce;
 mod storage;
 
+pub use copy::compile_copy_kernel;
+pub(crate) use copy::contiguous_copy;
 pub use kernel::{disk_cache, CompiledKernel, OUTPUT_VEC_SIZES};
 pub use nvrtc::{nvrtc_available, nvrtc_version};
 pub(crate) use storage::CudaStorage;
@@ -74,15 +78,17 @@ pub(crate) fn context(ordinal: usize) -> Result<Arc<CudaContext>> {
 /// Two settings that take host time off every call:
 /// - cudarc's event tracking is off. It creates two events per allocation
 ///   and records one per kernel argument so that buffers can be shared
-///   between streams safely; every tensor of a device here lives and runs on
-///   the context's default stream, whose order alone keeps them safe.
+///   between streams safely; here every tensor's work runs on its storage's
+///   one stream (the default stream unless it wraps a caller's buffer), whose
+///   order alone keeps it safe. Callers who mix streams order them
+///   themselves (see `interop`).
 /// - the device's default memory pool keeps what is freed (release
 ///   threshold at its maximum), so allocating an output is a pool hit, as
 ///   with PyTorch's caching allocator, instead of a trip to the driver.
 fn configure(ctx: &Arc<CudaContext>, ordinal: usize) -> Result<()> {
     use cudarc::driver::sys;
-    // SAFETY: see above; no stream but the default one is ever used with
-    // this context's buffers.
+    // SAFETY: see above; a buffer is only ever used on the stream of the
+    // storage that owns it, or ordered by the caller across streams.
     unsafe { ctx.disable_event_tracking() };
     if ctx.has_async_alloc() {
         let mut pool: sys::CUmemoryPool = std::ptr::null_mut();

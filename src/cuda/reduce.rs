@@ -13,23 +13,28 @@ use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, LaunchConfi
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// Staging buffer and semaphores for `global_reduce`, one per device (all
-/// tensors of a device run on its default stream, so launches that share
-/// them are ordered). They only grow; semaphores are zeroed when allocated
-/// and every kernel leaves them at zero.
+/// Staging buffer and semaphores for `global_reduce`, one per (device,
+/// stream): launches that share one are ordered by their stream, while two
+/// streams reducing at once would race on a shared one. They only grow;
+/// semaphores are zeroed when allocated and every kernel leaves them at
+/// zero. A workspace lives as long as the process and its buffers keep
+/// their stream alive, so a stream handle is never reused under it.
 #[derive(Default)]
 struct Workspace {
     staging: Option<CudaSlice<u8>>,
     semaphores: Option<CudaSlice<u8>>,
 }
 
-fn workspace(ordinal: usize) -> Arc<Mutex<Workspace>> {
-    static WORKSPACES: OnceLock<Mutex<HashMap<usize, Arc<Mutex<Workspace>>>>> = OnceLock::new();
+fn workspace(ordinal: usize, stream: &CudaStream) -> Arc<Mutex<Workspace>> {
+    type Key = (usize, usize);
+    static WORKSPACES: OnceLock<Mutex<HashMap<Key, Arc<Mutex<Workspace>>>>> = OnceLock::new();
     let mut map = WORKSPACES
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|e| e.into_inner());
-    map.entry(ordinal).or_default().clone()
+    map.entry((ordinal, stream.cu_stream() as usize))
+        .or_default()
+        .clone()
 }
 
 /// Grows `slot` to at least `bytes` (rounded up to a power of two so a
@@ -78,8 +83,9 @@ pub(crate) fn reduce(
     let launches = &plan.launches;
     let out_dtype = sig.output;
     let n_out = iter.num_output_elements();
-    let out = CudaStorage::uninit(ordinal, out_dtype, n_out)?;
     let stream = storage.stream.clone();
+    // The result lives on the input's stream, where the launches write it.
+    let out = CudaStorage::uninit_on(&stream, out_dtype, n_out)?;
 
     let acc_buf =
         if plan.needs_acc_buffer {
@@ -91,7 +97,7 @@ pub(crate) fn reduce(
             None
         };
 
-    let workspace = workspace(ordinal);
+    let workspace = workspace(ordinal, &stream);
     let mut ws = workspace.lock().unwrap_or_else(|e| e.into_inner());
     let staging_bytes = launches.iter().map(|l| l.staging_bytes).max().unwrap_or(0);
     let semaphore_bytes = launches

@@ -2,7 +2,7 @@
 
 use super::{context, driver_error};
 use crate::tensor::storage::CpuStorage;
-use crate::{DType, Result};
+use crate::{DType, Error, Result};
 use cudarc::driver::{CudaSlice, CudaStream};
 use std::sync::Arc;
 
@@ -51,15 +51,24 @@ impl CudaStorage {
         Self::alloc(ordinal, dtype, len, true)
     }
 
-    /// An uninitialised buffer of `len` elements, for outputs a kernel writes
-    /// in full (no memset launch).
-    pub(crate) fn uninit(ordinal: usize, dtype: DType, len: usize) -> Result<Self> {
-        Self::alloc(ordinal, dtype, len, false)
+    fn alloc(ordinal: usize, dtype: DType, len: usize, zeroed: bool) -> Result<Self> {
+        Self::alloc_on(&context(ordinal)?.default_stream(), dtype, len, zeroed)
     }
 
-    fn alloc(ordinal: usize, dtype: DType, len: usize, zeroed: bool) -> Result<Self> {
-        let stream = context(ordinal)?.default_stream();
-        let bytes = (len * dtype.size_in_bytes()).max(1);
+    /// An uninitialised buffer of `len` elements allocated on (and owned by)
+    /// `stream`, for outputs a kernel enqueued on that stream writes in full
+    /// (no memset launch).
+    pub(crate) fn uninit_on(stream: &Arc<CudaStream>, dtype: DType, len: usize) -> Result<Self> {
+        Self::alloc_on(stream, dtype, len, false)
+    }
+
+    fn alloc_on(stream: &Arc<CudaStream>, dtype: DType, len: usize, zeroed: bool) -> Result<Self> {
+        let stream = stream.clone();
+        let ordinal = stream.context().ordinal();
+        let bytes = len
+            .checked_mul(dtype.size_in_bytes())
+            .ok_or_else(|| Error::ShapeOverflow { shape: vec![len] })?
+            .max(1);
         let buf = if zeroed {
             stream.alloc_zeros::<u8>(bytes)
         } else {
@@ -77,13 +86,14 @@ impl CudaStorage {
         })
     }
 
-    /// Copies the whole buffer back to host memory.
-    pub(crate) fn download(&self) -> Result<CpuStorage> {
-        let bytes = self.len * self.dtype.size_in_bytes();
+    /// Copies elements `lo..hi` back to host memory, after the work queued
+    /// on this storage's stream.
+    pub(crate) fn download(&self, lo: usize, hi: usize) -> Result<CpuStorage> {
+        let esize = self.dtype.size_in_bytes();
         let host = self
             .stream
-            .clone_dtoh(&self.buf.slice(0..bytes))
-            .map_err(|e| driver_error(self.ordinal, bytes, "copy to host", e))?;
+            .clone_dtoh(&self.buf.slice(lo * esize..hi * esize))
+            .map_err(|e| driver_error(self.ordinal, (hi - lo) * esize, "copy to host", e))?;
         CpuStorage::from_bytes(self.dtype, &host)
     }
 }

@@ -2,6 +2,10 @@
 //! storage offset. Views (permute, narrow, expand, ...) never copy.
 
 mod cast;
+mod create;
+mod display;
+#[cfg(feature = "ndarray")]
+mod ndarray_interop;
 mod random;
 pub(crate) mod storage;
 pub(crate) mod view;
@@ -208,6 +212,16 @@ impl Tensor {
                 requested: T::DTYPE,
             });
         }
+        // A broadcast view can name more elements than memory can hold.
+        if self
+            .numel()
+            .checked_mul(self.dtype.size_in_bytes())
+            .is_none_or(|b| b > isize::MAX as usize)
+        {
+            return Err(Error::ShapeOverflow {
+                shape: self.shape.to_vec(),
+            });
+        }
         let host = self.to_device(Device::Cpu)?;
         let Storage::Cpu(storage) = &host.storage else {
             unreachable!("to_device(Cpu) returns host storage")
@@ -260,19 +274,25 @@ impl Tensor {
         let (lo, hi) = self.storage_span();
         let esize = self.dtype.size_in_bytes();
         let lo_aligned = lo - (lo * esize % 16) / esize;
-        let host_bytes: Vec<u8>;
-        let bytes: &[u8] = match &self.storage {
-            Storage::Cpu(s) => &s.as_bytes()[lo_aligned * esize..hi * esize],
-            Storage::Cuda(s) => {
-                host_bytes = s.download()?.as_bytes()[lo_aligned * esize..hi * esize].to_vec();
-                &host_bytes
-            }
+        // Only the span moves: a device-to-host copy downloads just it, a
+        // move between GPUs stages just it on the host.
+        let host = match &self.storage {
+            Storage::Cpu(s) => s.clone(),
+            Storage::Cuda(s) => Arc::new(s.download(lo_aligned, hi)?),
         };
-        let storage = match device {
-            Device::Cpu => Storage::Cpu(Arc::new(CpuStorage::from_bytes(self.dtype, bytes)?)),
-            Device::Cuda(i) => Storage::Cuda(Arc::new(crate::cuda::CudaStorage::upload(
-                i, self.dtype, bytes,
-            )?)),
+        let storage = match (device, &self.storage) {
+            (Device::Cpu, Storage::Cuda(_)) => Storage::Cpu(host),
+            (Device::Cpu, Storage::Cpu(_)) => unreachable!("same device returned above"),
+            (Device::Cuda(i), Storage::Cpu(_)) => {
+                Storage::Cuda(Arc::new(crate::cuda::CudaStorage::upload(
+                    i,
+                    self.dtype,
+                    &host.as_bytes()[lo_aligned * esize..hi * esize],
+                )?))
+            }
+            (Device::Cuda(i), Storage::Cuda(_)) => Storage::Cuda(Arc::new(
+                crate::cuda::CudaStorage::upload(i, self.dtype, host.as_bytes())?,
+            )),
         };
         Ok(Tensor {
             storage,
@@ -288,8 +308,16 @@ impl Tensor {
         if self.is_contiguous() {
             return Ok(self.clone());
         }
-        let device = self.device();
-        let host = crate::with_dtype!(self.dtype, T => Tensor::from_vec(self.to_vec::<T>()?, &self.shape)?);
-        host.to_device(device)
+        match &self.storage {
+            Storage::Cpu(_) => {
+                crate::with_dtype!(self.dtype, T => Tensor::from_vec(self.to_vec::<T>()?, &self.shape))
+            }
+            // Gathered on the device, on the tensor's stream.
+            Storage::Cuda(s) => Ok(Tensor::from_storage(
+                Storage::Cuda(Arc::new(crate::cuda::contiguous_copy(self, s)?)),
+                &self.shape,
+                self.dtype,
+            )),
+        }
     }
 }

@@ -1,0 +1,273 @@
+//! What the CPU backend will do for a reduction, without doing it: the
+//! counterpart of the GPU's [`crate::cuda::plan::ReducePlan`] for
+//! `explain`.
+//!
+//! [`CpuPlan::new`] is a pure function of the iterator, the op and a thread
+//! count, and asks the trees' own `Layout` which loop shape runs, so the
+//! explanation cannot drift from the backend.
+
+use super::tree::{Layout, LEAF, OUTER_LEAF_ROWS, PARALLEL_GRAIN, TILE};
+use crate::iter::TensorIterator;
+use crate::reduce::{ReduceDims, ReduceOp, Signature};
+use crate::{DType, Result, Tensor};
+use std::fmt;
+
+/// The loop shape the CPU backend runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CpuStrategy {
+    /// Nothing to reduce: the input is empty and the result is zeros.
+    Empty,
+    /// Each output reduces its own slice of the input (the reduced dims
+    /// include the fastest-moving one, or no output dim is contiguous).
+    /// Outputs are split across threads in blocks of `outputs_per_block`.
+    Inner {
+        /// Outputs one parallel task computes.
+        outputs_per_block: usize,
+        /// Whether each output's slice is one contiguous run (a row sum).
+        contiguous_rows: bool,
+    },
+    /// Column sums: the fastest output dim is contiguous in the input, so
+    /// tiles of neighbouring outputs add whole input rows at a time.
+    Outer {
+        /// Outputs per tile (the last tile of a row may be narrower).
+        tile: usize,
+        /// Tiles across the fastest output dim.
+        tiles_per_row: usize,
+        /// Output rows (the product of the other output dims).
+        rows: usize,
+        /// Input rows a tile adds sequentially at the bottom of its tree.
+        leaf_rows: usize,
+    },
+}
+
+/// The CPU backend's plan for one reduction. Printing it explains it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuPlan {
+    /// Rayon threads available to the reduction.
+    pub threads: usize,
+    /// The op, its dtypes and its accumulator.
+    pub signature: Signature,
+    /// Reduced dims after reorder and coalesce, as (size, input stride in
+    /// elements), fastest first.
+    pub reduce_dims: Vec<(usize, usize)>,
+    /// Output dims likewise.
+    pub output_dims: Vec<(usize, usize)>,
+    /// Elements reduced into each output.
+    pub inputs_per_output: usize,
+    /// Number of outputs.
+    pub num_outputs: usize,
+    /// Elements summed sequentially (over 8 lanes) at the bottom of the pairwise tree.
+    pub leaf: usize,
+    /// Work (elements) below which a subtree is not split across threads.
+    pub parallel_grain: usize,
+    /// The loop shape.
+    pub strategy: CpuStrategy,
+}
+
+impl CpuPlan {
+    /// The plan for `signature` over `iter` (built by
+    /// [`TensorIterator::reduce_op`]) with `threads` rayon threads.
+    pub fn new(iter: &TensorIterator, signature: &Signature, threads: usize) -> CpuPlan {
+        let esize = iter.element_size(TensorIterator::INPUT) as i64;
+        let nr = iter.num_reduce_dims();
+        let dims: Vec<(usize, usize)> = iter
+            .shape()
+            .iter()
+            .zip(iter.strides(TensorIterator::INPUT))
+            .map(|(&n, &s)| (n, (s / esize) as usize))
+            .collect();
+        let (reduce_dims, output_dims) = (dims[..nr].to_vec(), dims[nr..].to_vec());
+        let inputs_per_output: usize = reduce_dims.iter().map(|d| d.0).product();
+        let num_outputs = iter.num_output_elements();
+        let strategy = if iter.numel() == 0 {
+            CpuStrategy::Empty
+        } else if Layout::new(iter).is_outer() {
+            let width = output_dims[0].0;
+            CpuStrategy::Outer {
+                tile: TILE.min(width),
+                tiles_per_row: width.div_ceil(TILE),
+                rows: num_outputs / width,
+                leaf_rows: OUTER_LEAF_ROWS,
+            }
+        } else {
+            CpuStrategy::Inner {
+                // As `reduce_inner` chunks its outputs.
+                outputs_per_block: (PARALLEL_GRAIN / inputs_per_output.max(1)).max(1),
+                contiguous_rows: matches!(reduce_dims.as_slice(), [(_, 1)]),
+            }
+        };
+        CpuPlan {
+            threads,
+            signature: *signature,
+            reduce_dims,
+            output_dims,
+            inputs_per_output,
+            num_outputs,
+            leaf: LEAF,
+            parallel_grain: PARALLEL_GRAIN,
+            strategy,
+        }
+    }
+}
+
+impl fmt::Display for CpuPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "CPU: {} {} -> {}: {} outputs of {} elements each, functor {} computing in {}, on {} rayon thread(s)",
+            self.signature.op,
+            self.signature.input,
+            self.signature.output,
+            self.num_outputs,
+            self.inputs_per_output,
+            self.signature.op.functor(),
+            self.signature.compute,
+            self.threads
+        )?;
+        writeln!(
+            f,
+            "  iterator (size, input stride in elements), fastest first: reduced {:?}, outputs {:?}",
+            self.reduce_dims, self.output_dims
+        )?;
+        match &self.strategy {
+            CpuStrategy::Empty => writeln!(
+                f,
+                "  empty input: nothing runs (the op's empty rule gives the result)"
+            ),
+            CpuStrategy::Inner {
+                outputs_per_block,
+                contiguous_rows,
+            } => {
+                writeln!(
+                    f,
+                    "  strategy: inner rows; each output sums its own {}; outputs in parallel blocks of {outputs_per_block}",
+                    if *contiguous_rows { "contiguous run" } else { "strided slice" }
+                )?;
+                writeln!(
+                    f,
+                    "  pairwise tree: leaves of {} elements over 8 lanes; subtrees under {} elements stay on one thread",
+                    self.leaf,
+                    2 * self.parallel_grain
+                )
+            }
+            CpuStrategy::Outer {
+                tile,
+                tiles_per_row,
+                rows,
+                leaf_rows,
+            } => {
+                writeln!(
+                    f,
+                    "  strategy: outer column tiles of {tile} outputs ({tiles_per_row} per row x {rows} rows); each tile adds whole input rows"
+                )?;
+                writeln!(
+                    f,
+                    "  pairwise tree over rows: leaves of {leaf_rows} rows; subtrees under {} elements stay on one thread",
+                    2 * self.parallel_grain
+                )
+            }
+        }
+    }
+}
+
+impl Tensor {
+    /// The CPU backend's plan for `op` over `dims` of this tensor's layout,
+    /// with the current rayon pool's thread count; nothing runs and the
+    /// tensor may live on any device. Printing the plan explains it.
+    ///
+    /// ```
+    /// use tensor_reduce::{cpu::CpuStrategy, reduce::ReduceOp, DType, Device, Tensor};
+    /// let x = Tensor::zeros(&[64, 4096], DType::F32, Device::Cpu)?;
+    /// let rows = x.explain_cpu(ReduceOp::Sum, &[1], false)?;
+    /// assert!(matches!(rows.strategy, CpuStrategy::Inner { contiguous_rows: true, .. }));
+    /// let columns = x.explain_cpu(ReduceOp::AMax, &[0], false)?;
+    /// assert!(matches!(columns.strategy, CpuStrategy::Outer { tile: 1024, tiles_per_row: 4, .. }));
+    /// println!("{columns}");
+    /// # Ok::<(), tensor_reduce::Error>(())
+    /// ```
+    pub fn explain_cpu(&self, op: ReduceOp, dims: &[isize], keepdim: bool) -> Result<CpuPlan> {
+        let sig = op.signature(self.dtype(), None)?;
+        let rd = ReduceDims::resolve(self, dims, keepdim)?;
+        let iter = TensorIterator::reduce_op(self, &rd.mask, sig.output);
+        Ok(CpuPlan::new(&iter, &sig, rayon::current_num_threads()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Device, Error, Tensor};
+
+    fn plan(shape: &[usize], dims: &[isize], transpose: bool) -> CpuPlan {
+        let mut x = Tensor::zeros(shape, DType::F32, Device::Cpu).unwrap();
+        if transpose {
+            x = x.t().unwrap();
+        }
+        x.explain_cpu(ReduceOp::Sum, dims, false).unwrap()
+    }
+
+    #[test]
+    fn plans_name_the_loop_and_its_sizes() {
+        let rows = plan(&[64, 4096], &[1], false);
+        assert_eq!(rows.num_outputs, 64);
+        assert_eq!(rows.inputs_per_output, 4096);
+        assert_eq!(
+            rows.strategy,
+            CpuStrategy::Inner {
+                outputs_per_block: 16,
+                contiguous_rows: true
+            }
+        );
+        let cols = plan(&[64, 4096], &[0], false);
+        assert_eq!(
+            cols.strategy,
+            CpuStrategy::Outer {
+                tile: 1024,
+                tiles_per_row: 4,
+                rows: 1,
+                leaf_rows: 128
+            }
+        );
+        // A transposed row sum is a column sum of the storage.
+        let transposed = plan(&[4096, 64], &[1], true);
+        assert_eq!(
+            transposed.strategy,
+            CpuStrategy::Outer {
+                tile: 64,
+                tiles_per_row: 1,
+                rows: 1,
+                leaf_rows: 128
+            }
+        );
+        // Reducing the outer and inner dims: each output's slice is strided.
+        let strided = plan(&[8, 16, 32], &[0, 2], false);
+        assert_eq!(strided.reduce_dims, vec![(32, 1), (8, 512)]);
+        assert_eq!(
+            strided.strategy,
+            CpuStrategy::Inner {
+                outputs_per_block: 256,
+                contiguous_rows: false
+            }
+        );
+        let empty = plan(&[0, 3], &[0], false);
+        assert_eq!(empty.strategy, CpuStrategy::Empty);
+        let text = cols.to_string();
+        assert!(
+            text.contains("outer column tiles of 1024 outputs (4 per row x 1 rows)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn bad_dims_are_errors() {
+        let x = Tensor::zeros(&[2, 3], DType::F32, Device::Cpu).unwrap();
+        assert!(matches!(
+            x.explain_cpu(ReduceOp::Sum, &[2], false),
+            Err(Error::DimOutOfRange { .. })
+        ));
+        assert!(matches!(
+            x.explain_cpu(ReduceOp::Sum, &[1, -1], false),
+            Err(Error::RepeatedDim { .. })
+        ));
+    }
+}

@@ -1,0 +1,33 @@
+//! Compiles the strided copy kernel (`kernels/copy.cuh`) through NVRTC for
+//! sm_80 and sm_90, with no GPU needed. Skips without libnvrtc unless
+//! `TENSOR_REDUCE_REQUIRE_NVRTC=1` (set in CI), as `nvrtc_compile.rs` does.
+
+use tensor_reduce::cuda;
+
+#[test]
+fn copy_kernel_compiles_for_sm80_and_sm90() {
+    if !cuda::nvrtc_available() {
+        let required = std::env::var("TENSOR_REDUCE_REQUIRE_NVRTC").is_ok_and(|v| v == "1");
+        assert!(
+            !required,
+            "TENSOR_REDUCE_REQUIRE_NVRTC=1 but libnvrtc could not be loaded (LD_LIBRARY_PATH?)"
+        );
+        eprintln!("SKIPPED copy_kernel_compiles_for_sm80_and_sm90: libnvrtc not found");
+        return;
+    }
+    // A private cache directory, so NVRTC really runs.
+    let dir = std::env::temp_dir().join(format!("tensor-reduce-copy-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    // SAFETY: this test binary has one test, so nothing reads the
+    // environment concurrently.
+    unsafe { std::env::set_var("TENSOR_REDUCE_CACHE_DIR", &dir) };
+    for arch in [(8, 0), (9, 0)] {
+        let k = cuda::compile_copy_kernel(arch).unwrap_or_else(|e| panic!("sm_{arch:?}: {e}"));
+        assert_eq!(&k.cubin[..4], b"\x7fELF", "a cubin is an ELF image");
+        assert_eq!(k.lowered_names.len(), 4, "one kernel per element size");
+        assert!(k.lowered_names.iter().all(|n| n.contains("strided_copy")));
+        // The second compile is a disk-cache hit with the same bytes.
+        assert_eq!(cuda::compile_copy_kernel(arch).unwrap(), k);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
