@@ -9,7 +9,7 @@
 use super::tree::{Layout, LEAF, OUTER_LEAF_ROWS, PARALLEL_GRAIN, TILE};
 use crate::iter::TensorIterator;
 use crate::reduce::{ReduceDims, ReduceOp, Signature};
-use crate::{DType, Result, Tensor};
+use crate::{Result, Tensor};
 use std::fmt;
 
 /// The loop shape the CPU backend runs.
@@ -196,7 +196,7 @@ impl Tensor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Device, Error, Tensor};
+    use crate::{DType, Device, Error, Tensor};
 
     fn plan(shape: &[usize], dims: &[isize], transpose: bool) -> CpuPlan {
         let mut x = Tensor::zeros(shape, DType::F32, Device::Cpu).unwrap();
