@@ -117,6 +117,15 @@ fn write_launch(
         c.output_vec_size,
         launch.shared_memory_bytes
     )?;
+    if let Some(pt) = &launch.pytorch_config {
+        let [pgx, pgy, pgz] = pt.grid();
+        let [pbx, pby, pbz] = pt.block();
+        writeln!(
+            f,
+            "  strategy {:?} (ours); PyTorch's setReduceConfig would launch grid ({pgx}, {pgy}, {pgz}) block ({pbx}, {pby}, {pbz}) with vectorize_input={} output_vec_size={}",
+            launch.strategy, pt.vectorize_input, pt.output_vec_size
+        )?;
+    }
     if plan.launches.len() > 1 {
         writeln!(
             f,
@@ -274,6 +283,14 @@ fn vectorization_reason(
         return format!(
             "fastest-moving stride {} B ≠ sizeof({scalar}) = {scalar_size} B → no vectorized loads",
             d.fastest_moving_stride
+        );
+    }
+    if c.vectorize_input && d.short_rows_vectorized {
+        return format!(
+            "strategy VectorizedShortRows (ours): the reduced dim is contiguous with {} inputs, a whole number of {}-input vectors on aligned row starts → lanes load {} B vectors although PyTorch loads rows under 128 inputs one element at a time",
+            d.dim0,
+            c.input_vec_size,
+            i64::from(c.input_vec_size) * scalar_size
         );
     }
     if c.vectorize_input {

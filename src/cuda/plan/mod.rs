@@ -21,8 +21,8 @@ pub mod simulate;
 mod tests;
 
 pub use config::{
-    div_up, get_output_vec_size, last_pow2, set_reduce_config, Decisions, BLOCK_X, BLOCK_Y, CTA,
-    MAX_VALUES_PER_THREAD, MIN_VALUES_PER_THREAD,
+    choose_strategy, configure, div_up, get_output_vec_size, last_pow2, set_reduce_config,
+    Decisions, Strategy, BLOCK_X, BLOCK_Y, CTA, MAX_VALUES_PER_THREAD, MIN_VALUES_PER_THREAD,
 };
 
 use crate::iter::TensorIterator;
@@ -128,6 +128,11 @@ pub struct LaunchPlan {
     pub base_idx: u64,
     /// Why `setReduceConfig` chose what it did.
     pub decisions: Decisions,
+    /// Which configuration runs: PyTorch's, or one of our strategies.
+    pub strategy: Strategy,
+    /// PyTorch's own `setReduceConfig` result when `strategy` replaced it,
+    /// for `explain` to show beside ours.
+    pub pytorch_config: Option<ReduceConfig>,
 }
 
 /// Everything the GPU backend needs to run one reduction, and what
@@ -290,7 +295,10 @@ fn check_element_size(iter: &TensorIterator, arg: usize, what: &str, dtype: DTyp
 /// One launch: `setReduceConfig` on a 32-bit sub-iterator and the sizes
 /// `gpu_reduce_kernel` / `launch_reduce_kernel` derive from it.
 fn plan_launch(iter: TensorIterator, signature: &Signature, props: &DeviceProps) -> LaunchPlan {
-    let (config, decisions) = set_reduce_config(&iter, signature, props);
+    let strategy = choose_strategy(&iter, signature);
+    let (config, decisions) = configure(&iter, signature, props, strategy);
+    let pytorch_config =
+        (strategy != Strategy::PyTorch).then(|| set_reduce_config(&iter, signature, props).0);
     let base_idx = iter.view_offsets().first().copied().unwrap_or(0) as u64;
     LaunchPlan {
         config,
@@ -302,6 +310,8 @@ fn plan_launch(iter: TensorIterator, signature: &Signature, props: &DeviceProps)
         semaphore_bytes: config.semaphore_size(),
         base_idx,
         decisions,
+        strategy,
+        pytorch_config,
         iter,
     }
 }

@@ -41,6 +41,12 @@ fn only(p: &ReducePlan) -> &LaunchPlan {
     &p.launches[0]
 }
 
+/// PyTorch's own config for the one launch of `p`, whichever strategy runs.
+fn pytorch(p: &ReducePlan) -> ReduceConfig {
+    let l = only(p);
+    l.pytorch_config.unwrap_or(l.config)
+}
+
 #[test]
 fn last_pow2_and_div_up() {
     assert_eq!(
@@ -114,7 +120,7 @@ fn input_vectorization_uses_8_wide_loads_for_16_bit() {
 fn no_input_vectorization_below_128_inputs_or_with_two_reduced_dims() {
     // 100 inputs per output: dim0 100 < 128. Block: pow2 64, height 4.
     let short = plan(&[7, 100], &[100, 1], 0, &[1], DType::F32);
-    let c = only(&short).config;
+    let c = pytorch(&short);
     assert!(!c.vectorize_input);
     assert_eq!((c.block_width, c.block_height), (64, 4));
     // [8, 3, 256].sum((0, 2)): contiguous fastest reduced dim, but 2 reduced dims.
@@ -193,12 +199,43 @@ fn narrow_by_one_element_loses_output_vectorization() {
 fn warps_split_outputs_when_each_thread_has_little_work() {
     // [1048576, 16].sum(1): 16 inputs per output, block (16, 32): one value
     // per thread < 256 -> every warp row takes its own output.
-    let l = only(&plan(&[1_048_576, 16], &[16, 1], 0, &[1], DType::F32)).clone();
+    let c = pytorch(&plan(&[1_048_576, 16], &[16, 1], 0, &[1], DType::F32));
+    assert_eq!((c.input_mult, c.output_mult), ([1, 0, 0], [0, 1]));
+    assert_eq!((c.block(), c.grid()), ([16, 32, 1], [32_768, 1, 1]));
+}
+
+#[test]
+fn short_aligned_rows_take_vector_loads() {
+    // [1048576, 16] f32 over dim 1: 16 = 4 vectors of 4 -> 4 lanes per row,
+    // 128 rows per block (512 / 4), 8192 blocks; one 16-byte load per lane.
+    let p = plan(&[1_048_576, 16], &[16, 1], 0, &[1], DType::F32);
+    let l = only(&p);
+    assert_eq!(l.strategy, Strategy::VectorizedShortRows);
+    assert!(l.config.vectorize_input && l.decisions.short_rows_vectorized);
+    assert_eq!((l.block, l.grid), ([4, 128, 1], [8192, 1, 1]));
     assert_eq!(
         (l.config.input_mult, l.config.output_mult),
         ([1, 0, 0], [0, 1])
     );
-    assert_eq!((l.block, l.grid), ([16, 32, 1], [32_768, 1, 1]));
+    assert!(p.to_string().contains("VectorizedShortRows"), "{p}");
+    // f16 rows of 16: two lanes of 8 halves (16 bytes) each.
+    let h = plan(&[1 << 20, 16], &[16, 1], 0, &[1], DType::F16);
+    assert_eq!(only(&h).block, [2, 256, 1]);
+    // Not a whole number of vectors, misaligned rows, or long rows: PyTorch's plan.
+    for (shape, strides, offset) in [
+        (vec![1000usize, 7], vec![7isize, 1], 0usize),
+        (vec![1000, 8], vec![9, 1], 0),
+        (vec![1000, 8], vec![8, 1], 1),
+        (vec![1000, 256], vec![256, 1], 0),
+    ] {
+        let p = plan(&shape, &strides, offset, &[1], DType::F32);
+        assert_eq!(
+            only(&p).strategy,
+            Strategy::PyTorch,
+            "{shape:?} {strides:?} +{offset}"
+        );
+        assert!(only(&p).pytorch_config.is_none());
+    }
 }
 
 #[test]
