@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Side-by-side GPU table: our `sum` (benches/gpu_sum.rs JSON) against
+"""Side-by-side GPU table: our `sum` (benches/gpu_reduce.rs JSON) against
 torch.sum and cupy.sum with CUB, timed the same way on the same GPU.
 
 Timing, identical for every column: a CUDA event recorded on the default
@@ -8,12 +8,12 @@ the median of 50, so the host-side cost of the call counts.
 
 Usage on a GPU machine (torch and cupy installed):
 
-    python3 scripts/compare_gpu.py --run-ours auto --ours gpu_sum.json --out gpu_table.md
+    python3 scripts/compare_gpu.py --run-ours auto --ours gpu_reduce.json --out gpu_table.md
 
 `--run-ours CMD` runs `CMD --json OURS` first (omit it to merge an existing
 JSON); `auto` is the bench binary staged by the GPU bundle
-(.gpu/bin/bench-gpu_sum-*) when there is one, else
-`cargo bench --bench gpu_sum --`. The bench needs libnvrtc.so.13; where the
+(.gpu/bin/bench-gpu_reduce-*) when there is one, else
+`cargo bench --bench gpu_reduce --`. The bench needs libnvrtc.so.13; where the
 loader does not find it, the script looks for it as the bundle's run.sh does. `--dry-run` needs neither torch, cupy nor a GPU: it prints the case list
 and, with `--ours`, the table with empty peer columns.
 """
@@ -49,10 +49,10 @@ def our_bench_command(spec):
     """The command that runs our benchmark, from --run-ours."""
     if spec != "auto":
         return shlex.split(spec)
-    staged = sorted((ROOT / ".gpu" / "bin").glob("bench-gpu_sum-*"))
+    staged = sorted((ROOT / ".gpu" / "bin").glob("bench-gpu_reduce-*"))
     if staged:
         return [str(staged[0])]
-    return ["cargo", "bench", "--bench", "gpu_sum", "--"]
+    return ["cargo", "bench", "--bench", "gpu_reduce", "--"]
 
 
 def nvrtc_env():
@@ -316,7 +316,7 @@ def build_table(cases, peers, overhead, env, ours_doc, warmup, runs):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--suite", default=str(ROOT / "benches" / "suite.json"))
-    ap.add_argument("--ours", help="JSON written by `gpu_sum --json` (merged into the table)")
+    ap.add_argument("--ours", help="JSON written by `gpu_reduce --json` (merged into the table)")
     ap.add_argument("--run-ours", metavar="CMD", help="run `CMD --json OURS` first; `auto`: the bundle's staged bench, else cargo bench")
     ap.add_argument("--out", help="also write the markdown table to this file")
     ap.add_argument("--peers-json", help="also write the peers' raw numbers to this file")

@@ -1,7 +1,7 @@
 //! CPU benchmark (issue 2 §8): every case of `benches/suite.json` summed by
 //! our CPU backend and by ndarray's `sum_axis`, side by side.
 //!
-//! `cargo bench --bench cpu_sum [-- [--quick] [--json PATH] [CASE-SUBSTRING ...]]`
+//! `cargo bench --bench cpu_reduce [-- [--quick] [--json PATH] [CASE-SUBSTRING ...]]`
 //!
 //! Each result is checked against an f64 reference (ndarray, in f64) before
 //! it is timed: a fast wrong answer fails the run. Times are wall clock, the
@@ -222,7 +222,7 @@ fn main() -> ExitCode {
         .map(|n| n.get())
         .unwrap_or(1);
     eprintln!(
-        "cpu_sum: {} cases, {threads} hardware threads, {}",
+        "cpu_reduce: {} cases, {threads} hardware threads, {}",
         cases.len(),
         if args.quick { "quick" } else { "full" }
     );
@@ -321,7 +321,7 @@ fn main() -> ExitCode {
 
     if let Some(path) = &args.json {
         let doc = json!({
-            "benchmark": "cpu_sum",
+            "benchmark": "cpu_reduce",
             "commit": common::git_commit(),
             "threads": threads,
             "date_unix": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),

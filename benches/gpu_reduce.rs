@@ -2,7 +2,7 @@
 //! device 0, timed the way the peers (torch.sum, CuPy+CUB) were timed, next
 //! to a read-stream ceiling measured in the same run.
 //!
-//! `cargo bench --bench gpu_sum [-- [--quick] [--json PATH] [CASE-SUBSTRING ...]]`
+//! `cargo bench --bench gpu_reduce [-- [--quick] [--json PATH] [CASE-SUBSTRING ...]]`
 //!
 //! Timing: a CUDA event recorded on the default stream just before and just
 //! after each `sum` call from the host, 5 warm-up calls, the median of 50; so
@@ -390,7 +390,7 @@ fn run(args: &Args, cases: &[Case]) -> Result<ExitCode, BoxError> {
     let props = gpu.props()?;
     let runs = if args.quick { (2, 10) } else { (WARMUP, RUNS) };
     eprintln!(
-        "gpu_sum: {} on {} ({} SMs), {} cases, {} warm-up + median of {}",
+        "gpu_reduce: {} on {} ({} SMs), {} cases, {} warm-up + median of {}",
         utc_date(),
         props.name,
         gpu.sm_count,
@@ -508,7 +508,7 @@ fn run(args: &Args, cases: &[Case]) -> Result<ExitCode, BoxError> {
 
     if let Some(path) = &args.json {
         let doc = json!({
-            "benchmark": "gpu_sum",
+            "benchmark": "gpu_reduce",
             "date": utc_date(),
             "commit": common::git_commit(),
             "device": props.name,
@@ -563,7 +563,7 @@ fn main() -> ExitCode {
     match run(&args, &cases) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("gpu_sum: {e}");
+            eprintln!("gpu_reduce: {e}");
             ExitCode::FAILURE
         }
     }
