@@ -1,18 +1,24 @@
-//! CPU benchmark (issue 2 §8): every case of `benches/suite.json` summed by
-//! our CPU backend and by ndarray's `sum_axis`, side by side.
+//! CPU benchmark: one op (`--op`, default sum) over every case of
+//! `benches/suite.json` or `benches/sweep.json` (`--cases`), by our CPU
+//! backend and, where it has the op, by ndarray, next to a plain
+//! multithreaded read of the same number of bytes.
 //!
-//! `cargo bench --bench cpu_reduce [-- [--quick] [--json PATH] [CASE-SUBSTRING ...]]`
+//! `cargo bench --bench cpu_reduce [-- [--op NAME] [--cases suite|sweep] [--quick] [--json PATH] [CASE-SUBSTRING ...]]`
 //!
-//! Each result is checked against an f64 reference (ndarray, in f64) before
-//! it is timed: a fast wrong answer fails the run. Times are wall clock, the
-//! median of several runs after warm-up, allocation of the result included
-//! for both sides.
+//! Each result is checked against the op's f64 reference
+//! (`common::reference`) before it is timed: a fast wrong answer fails the
+//! run. Times are wall clock, the median of several runs after warm-up,
+//! allocation of the result included for both sides. `--quick` takes fewer
+//! runs and, for the sweep, each case's small shape (about 8 MiB).
+//! `scripts/compare_cpu.py` times torch on the same cases with the same
+//! protocol (it reads the protocol from this bench's JSON).
 
 mod common;
 
-use common::{check, gbs, median, values_f64, Args, Case};
+use common::reference::OpSpec;
+use common::{check_output, expected, gbs, geomean, median, ops, Args, Case};
 use ndarray::{ArrayD, ArrayViewD, Axis, IxDyn};
-use num_traits::Zero;
+use num_traits::{Float, FromPrimitive};
 use rayon::prelude::*;
 use serde_json::json;
 use std::hint::black_box;
@@ -20,7 +26,8 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use tensor_reduce::DType;
 
-/// The goal of issue 2 §8, in input bytes per second, for cases this large or larger.
+/// The goal for the CPU backend, in input bytes per second, for cases this
+/// large or larger.
 const GOAL_GBS: f64 = 28.0;
 const GOAL_MIN_BYTES: u64 = 64 << 20;
 
@@ -33,13 +40,22 @@ struct Plan {
 }
 
 impl Plan {
-    fn new(quick: bool) -> Plan {
+    /// The sweep has four times the suite's cases: a shorter budget keeps a
+    /// full run within minutes on a 16-core host.
+    fn new(quick: bool, sweep: bool) -> Plan {
         if quick {
             Plan {
                 warmup: 1,
                 min_runs: 3,
                 max_runs: 3,
                 budget: Duration::ZERO,
+            }
+        } else if sweep {
+            Plan {
+                warmup: 1,
+                min_runs: 3,
+                max_runs: 101,
+                budget: Duration::from_millis(300),
             }
         } else {
             Plan {
@@ -50,7 +66,6 @@ impl Plan {
             }
         }
     }
-
     /// Microseconds of each timed run of `f`.
     fn time(&self, mut f: impl FnMut()) -> Vec<f64> {
         for _ in 0..self.warmup {
@@ -87,19 +102,43 @@ fn plain_read(x: &[f32]) -> f32 {
         .sum()
 }
 
-/// ndarray's multi-dim sum: `sum_axis` chained from the highest dim down, so
-/// that the remaining dims keep their indices.
-fn nd_sum<A: Clone + Zero + std::ops::Add<Output = A>>(
+/// ndarray's version of `op` over several dims, where ndarray has the op:
+/// `*_axis` chained from the highest dim down, so that the remaining dims keep
+/// their indices (exact for every op below: each reduces one dim after the
+/// other to the same result). `None` where ndarray has no such reduction.
+fn nd_reduce<A: Float + FromPrimitive>(
+    op: &str,
     x: ArrayViewD<'_, A>,
     dims: &[usize],
-) -> ArrayD<A> {
+) -> Option<ArrayD<A>> {
     let mut dims = dims.to_vec();
     dims.sort_unstable_by(|a, b| b.cmp(a));
-    let mut acc = x.sum_axis(Axis(dims[0]));
-    for &d in &dims[1..] {
-        acc = acc.sum_axis(Axis(d));
+    let one = |x: ArrayViewD<'_, A>, d: usize| -> Option<ArrayD<A>> {
+        let ax = Axis(d);
+        Some(match op {
+            "sum" => x.sum_axis(ax),
+            "mean" => x.mean_axis(ax)?,
+            "prod" => x.product_axis(ax),
+            "amax" => x.fold_axis(ax, A::neg_infinity(), |&m, &v| m.max(v)),
+            "amin" => x.fold_axis(ax, A::infinity(), |&m, &v| m.min(v)),
+            _ => return None,
+        })
+    };
+    let single = |f: fn(ArrayViewD<'_, A>, Axis) -> ArrayD<A>| {
+        (dims.len() == 1).then(|| f(x.view(), Axis(dims[0])))
+    };
+    match op {
+        // ndarray's var/std take one axis.
+        "var" => single(|x, ax| x.var_axis(ax, A::one())),
+        "std" => single(|x, ax| x.std_axis(ax, A::one())),
+        _ => {
+            let mut acc = one(x.view(), dims[0])?;
+            for &d in &dims[1..] {
+                acc = one(acc.view(), d)?;
+            }
+            Some(acc)
+        }
     }
-    acc
 }
 
 /// The case's view of a contiguous ndarray of the base shape.
@@ -108,122 +147,128 @@ fn nd_view<'a, A>(base: &'a ArrayD<A>, case: &Case) -> ArrayViewD<'a, A> {
         .permuted_axes(IxDyn(&case.view.axes(case.base_shape.len())))
 }
 
+/// ndarray's time for `op` on `case`; `None` where it has no such op or the
+/// dtype has no fair ndarray baseline (16-bit floats are added in 16 bits
+/// with a software conversion per add: neither fair nor accurate).
+fn nd_time(
+    op: &str,
+    case: &Case,
+    base: &tensor_reduce::Tensor,
+    plan: &Plan,
+) -> tensor_reduce::Result<Option<f64>> {
+    fn time<A: Float + FromPrimitive + tensor_reduce::Element>(
+        op: &str,
+        case: &Case,
+        base: &tensor_reduce::Tensor,
+        plan: &Plan,
+    ) -> tensor_reduce::Result<Option<f64>> {
+        let a = ArrayD::from_shape_vec(IxDyn(&case.base_shape), base.to_vec::<A>()?)
+            .expect("shape matches the data");
+        let v = nd_view(&a, case);
+        let dims = case.dims_wrapped();
+        if nd_reduce(op, v.view(), &dims).is_none() {
+            return Ok(None);
+        }
+        Ok(Some(median(&plan.time(|| {
+            black_box(nd_reduce(op, v.view(), &dims));
+        }))))
+    }
+    match case.dtype {
+        DType::F32 => time::<f32>(op, case, base, plan),
+        DType::F64 => time::<f64>(op, case, base, plan),
+        _ => Ok(None),
+    }
+}
+
 struct Row {
     case: Case,
-    ours_us: f64,
+    /// Median µs, when the op applied and the result was right.
+    ours_us: Option<f64>,
     plain_gbs: Option<f64>,
     nd_us: Option<f64>,
     ok: bool,
+    /// Why the op does not apply to this case (torch would refuse it too).
+    skipped: Option<String>,
     worst_err_over_tol: f64,
     detail: String,
 }
 
-fn run_case(case: &Case, plan: &Plan) -> tensor_reduce::Result<Row> {
-    let (base, x) = case.make_input()?;
-    let dims = &case.dims;
-    let wrapped = case.dims_wrapped();
-
-    // Reference and tolerance inputs, in f64 by an independent implementation.
-    let base_f64 = ArrayD::from_shape_vec(IxDyn(&case.base_shape), values_f64(&base)?)
-        .expect("shape matches the data");
-    let reference: Vec<f64> = nd_sum(nd_view(&base_f64, case), &wrapped)
-        .iter()
-        .copied()
-        .collect();
-    let abs_f64 = base_f64.mapv(f64::abs);
-    drop(base_f64);
-    let abs_sums: Vec<f64> = nd_sum(nd_view(&abs_f64, case), &wrapped)
-        .iter()
-        .copied()
-        .collect();
-    drop(abs_f64);
-
-    let ours = values_f64(&x.sum(dims, false)?)?;
-    let c = check(
-        &ours,
-        &reference,
-        &abs_sums,
-        case.reduced_len(),
-        case.dtype.sum_result(),
-    );
-    drop((reference, abs_sums, ours));
-    if !c.ok {
-        return Ok(Row {
+impl Row {
+    fn new(case: &Case) -> Row {
+        Row {
             case: case.clone(),
-            ours_us: f64::NAN,
+            ours_us: None,
             plain_gbs: None,
             nd_us: None,
             ok: false,
-            worst_err_over_tol: c.worst_err_over_tol,
-            detail: c.detail,
-        });
+            skipped: None,
+            worst_err_over_tol: f64::NAN,
+            detail: String::new(),
+        }
     }
+}
 
-    let ours_us = median(&plan.time(|| {
-        black_box(x.sum(dims, false).expect("checked above"));
-    }));
-
-    // ndarray sums 16-bit floats in 16 bits through a software conversion per
-    // add: neither a fair nor an accurate baseline, so it is not timed.
-    let nd_us = match case.dtype {
-        DType::F32 => {
-            let a = ArrayD::from_shape_vec(IxDyn(&case.base_shape), base.to_vec::<f32>()?)
-                .expect("shape matches the data");
-            let v = nd_view(&a, case);
-            Some(median(&plan.time(|| {
-                black_box(nd_sum(v.clone(), &wrapped));
-            })))
-        }
-        DType::F64 => {
-            let a = ArrayD::from_shape_vec(IxDyn(&case.base_shape), base.to_vec::<f64>()?)
-                .expect("shape matches the data");
-            let v = nd_view(&a, case);
-            Some(median(&plan.time(|| {
-                black_box(nd_sum(v.clone(), &wrapped));
-            })))
-        }
-        _ => None,
-    };
-    Ok(Row {
-        case: case.clone(),
-        ours_us,
-        plain_gbs: None,
-        nd_us,
-        ok: true,
-        worst_err_over_tol: c.worst_err_over_tol,
-        detail: String::new(),
-    })
+fn run_case(spec: &OpSpec, case: &Case, plan: &Plan) -> tensor_reduce::Result<Row> {
+    let mut row = Row::new(case);
+    if let Some(why) = ops::not_applicable(spec, case.dims.len(), case.dtype) {
+        row.skipped = Some(why);
+        row.ok = true;
+        return Ok(row);
+    }
+    let call = ops::call(spec.name, &case.dims).expect("main checked the op is wired");
+    let (base, x) = case.make_input()?;
+    let want = expected(case, &base, spec)?;
+    let c = check_output(&want, &call(&x)?)?;
+    drop(want);
+    row.worst_err_over_tol = c.worst_err_over_tol;
+    if !c.ok {
+        row.detail = c.detail;
+        return Ok(row);
+    }
+    row.ours_us = Some(median(&plan.time(|| {
+        black_box(call(&x).expect("checked above"));
+    })));
+    row.nd_us = nd_time(spec.name, case, &base, plan)?;
+    row.ok = true;
+    Ok(row)
 }
 
 fn goal_cell(r: &Row) -> &'static str {
-    if r.case.input_bytes < GOAL_MIN_BYTES || r.case.dtype == DType::F64 {
-        "–"
-    } else if !r.ok {
-        "FAILED"
-    } else if gbs(r.case.input_bytes, r.ours_us) >= GOAL_GBS {
-        "yes"
-    } else {
-        "**miss**"
+    let small = r.case.input_bytes < GOAL_MIN_BYTES || r.case.dtype.size_in_bytes() == 8;
+    match r.ours_us {
+        _ if small || r.skipped.is_some() => "–",
+        None => "FAILED",
+        Some(us) if gbs(r.case.input_bytes, us) >= GOAL_GBS => "yes",
+        Some(_) => "**miss**",
     }
+}
+
+fn cell(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
+    v.map_or("–".into(), f)
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let plan = Plan::new(args.quick);
-    let cases: Vec<Case> = common::load_suite()
-        .into_iter()
-        .filter(|c| args.selects(c))
-        .collect();
+    let spec = match ops::lookup(&args.op) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("cpu_reduce: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let sweep = args.cases == common::CaseSet::Sweep;
+    let plan = Plan::new(args.quick, sweep);
+    let cases = args.selected_cases();
     if args.list {
         common::print_case_list(&cases);
         return ExitCode::SUCCESS;
     }
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
+    let threads = rayon::current_num_threads();
     eprintln!(
-        "cpu_reduce: {} cases, {threads} hardware threads, {}",
+        "cpu_reduce: {} over {} {} cases, {threads} threads, {}",
+        spec.name,
         cases.len(),
+        args.cases.name(),
         if args.quick { "quick" } else { "full" }
     );
 
@@ -240,31 +285,27 @@ fn main() -> ExitCode {
     let mut rows = Vec::new();
     for case in &cases {
         let t = Instant::now();
-        let row = match run_case(case, &plan) {
-            Ok(mut row) => {
-                let n = (case.input_bytes as usize / 4).clamp(16, plain_buf.len());
-                let us = median(&plan.time(|| {
-                    black_box(plain_read(black_box(&plain_buf[..n])));
-                }));
-                row.plain_gbs = Some(gbs(4 * n as u64, us));
-                row
-            }
-            Err(e) => Row {
-                case: case.clone(),
-                ours_us: f64::NAN,
-                plain_gbs: None,
-                nd_us: None,
-                ok: false,
-                worst_err_over_tol: f64::NAN,
-                detail: e.to_string(),
-            },
+        let mut row = run_case(spec, case, &plan).unwrap_or_else(|e| Row {
+            detail: e.to_string(),
+            ..Row::new(case)
+        });
+        if row.ours_us.is_some() {
+            let n = (case.input_bytes as usize / 4).clamp(16, plain_buf.len());
+            let us = median(&plan.time(|| {
+                black_box(plain_read(black_box(&plain_buf[..n])));
+            }));
+            row.plain_gbs = Some(gbs(4 * n as u64, us));
+        }
+        let status = match (&row.skipped, row.ok) {
+            (Some(_), _) => "n/a   ",
+            (None, true) => "ok    ",
+            (None, false) => "FAILED",
         };
         eprintln!(
-            "  {:<24} {}  ours {:>10.1} µs  ndarray {:>10}  ({:.1} s)",
+            "  {:<30} {status}  ours {:>10}  ndarray {:>10}  ({:.1} s)",
             case.name,
-            if row.ok { "ok    " } else { "FAILED" },
-            row.ours_us,
-            row.nd_us.map_or("–".into(), |u| format!("{u:.1} µs")),
+            cell(row.ours_us, |u| format!("{u:.1} µs")),
+            cell(row.nd_us, |u| format!("{u:.1} µs")),
             t.elapsed().as_secs_f64()
         );
         if !row.ok {
@@ -274,35 +315,52 @@ fn main() -> ExitCode {
     }
 
     println!();
-    println!("| case | dtype | input MB | ours µs | ours GB/s | plain read GB/s | ndarray µs | ndarray GB/s | ours/ndarray (speed) | ≥ {GOAL_GBS} GB/s goal |");
+    println!(
+        "op `{}`, {} cases; plain read: a multithreaded read of the same number of bytes in the same run \
+         (small inputs are read from cache by both, so compare a case with it, not with DRAM speed)",
+        spec.name,
+        args.cases.name()
+    );
+    println!();
+    println!("| case | dtype | input MB | ours µs | ours GB/s | plain read GB/s | % of plain read | ndarray µs | ours/ndarray (speed) | ≥ {GOAL_GBS} GB/s goal |");
     println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---|");
+    let mut speedups = Vec::new();
+    let mut pcts = Vec::new();
     for r in &rows {
         let b = r.case.input_bytes;
-        let (ours_us, ours_gbs) = if r.ok {
-            (
-                format!("{:.1}", r.ours_us),
-                format!("{:.1}", gbs(b, r.ours_us)),
-            )
-        } else {
-            ("FAILED".into(), "–".into())
+        let ours = match (&r.skipped, r.ours_us) {
+            (Some(_), _) => "n/a".to_string(),
+            (None, Some(u)) => format!("{u:.1}"),
+            (None, None) => "FAILED".to_string(),
         };
-        let (nd_us, nd_gbs, ratio) = match r.nd_us {
-            Some(u) if r.ok => (
-                format!("{u:.1}"),
-                format!("{:.1}", gbs(b, u)),
-                format!("{:.2}×", u / r.ours_us),
-            ),
-            _ => ("–".into(), "–".into(), "–".into()),
-        };
+        let pct = r
+            .ours_us
+            .zip(r.plain_gbs)
+            .map(|(u, p)| 100.0 * gbs(b, u) / p);
+        let speedup = r.ours_us.zip(r.nd_us).map(|(o, n)| n / o);
+        speedups.extend(speedup);
+        pcts.extend(pct);
         println!(
-            "| {} | {} | {:.1} | {ours_us} | {ours_gbs} | {} | {nd_us} | {nd_gbs} | {ratio} | {} |",
+            "| {} | {} | {:.1} | {ours} | {} | {} | {} | {} | {} | {} |",
             r.case.name,
             r.case.dtype.name(),
             b as f64 / 1e6,
-            r.plain_gbs.map_or("–".into(), |g| format!("{g:.1}")),
+            cell(r.ours_us, |u| format!("{:.1}", gbs(b, u))),
+            cell(r.plain_gbs, |g| format!("{g:.1}")),
+            cell(pct, |p| format!("{p:.0}%")),
+            cell(r.nd_us, |u| format!("{u:.1}")),
+            cell(speedup, |s| format!("{s:.2}×")),
             goal_cell(r)
         );
     }
+    println!(
+        "| **geometric mean** | | | | | | {} | | {} | |",
+        cell(geomean(&pcts), |p| format!("{p:.0}%")),
+        cell(geomean(&speedups), |s| format!(
+            "{s:.2}× ({} cases)",
+            speedups.len()
+        )),
+    );
     let failed: Vec<&str> = rows
         .iter()
         .filter(|r| !r.ok)
@@ -322,21 +380,33 @@ fn main() -> ExitCode {
     if let Some(path) = &args.json {
         let doc = json!({
             "benchmark": "cpu_reduce",
+            "op": spec.name,
+            "case_set": args.cases.name(),
             "commit": common::git_commit(),
             "threads": threads,
             "date_unix": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
             "quick": args.quick,
+            "protocol": {
+                "warmup": plan.warmup,
+                "min_runs": plan.min_runs,
+                "max_runs": plan.max_runs,
+                "budget_ms": plan.budget.as_millis() as u64,
+            },
             "goal_gbs": GOAL_GBS,
             "cases": rows.iter().map(|r| json!({
                 "name": r.case.name,
                 "dtype": r.case.dtype.name(),
+                "base_shape": r.case.base_shape,
+                "view": r.case.view_name,
+                "dims": r.case.dims,
                 "input_bytes": r.case.input_bytes,
-                "our_us": if r.ok { Some(r.ours_us) } else { None },
-                "gbs": if r.ok { Some(gbs(r.case.input_bytes, r.ours_us)) } else { None },
+                "our_us": r.ours_us,
+                "gbs": r.ours_us.map(|u| gbs(r.case.input_bytes, u)),
                 "plain_read_gbs": r.plain_gbs,
                 "ndarray_us": r.nd_us,
                 "ok": r.ok,
-                "worst_err_over_tol": r.worst_err_over_tol,
+                "skipped": r.skipped,
+                "worst_err_over_tol": r.worst_err_over_tol.is_finite().then_some(r.worst_err_over_tol),
                 "detail": r.detail,
             })).collect::<Vec<_>>(),
         });
