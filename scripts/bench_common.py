@@ -133,11 +133,15 @@ def torch_call(op):
 # Ops CuPy routes through CUB under CUPY_ACCELERATORS=cub (when the reduced
 # axes are contiguous in memory; otherwise it falls back to its own kernel).
 CUB_OPS = {"sum", "prod", "amax", "amin", "argmax", "argmin"}
+# Ops CuPy has at all.
+CUPY_OPS = CUB_OPS | {"mean", "nansum", "any", "all", "var", "std"}
 
 
 def cupy_call(op):
     """fn(x, dims) calling CuPy's version of `op`, or None where CuPy has
     none (max_dim, norm over arbitrary dims, logsumexp)."""
+    if op not in CUPY_OPS:
+        return None
     import cupy as cp
 
     return {
@@ -153,7 +157,7 @@ def cupy_call(op):
         "argmin": lambda x, d: cp.argmin(x, axis=one_dim(d)),
         "var": lambda x, d: cp.var(x, axis=d, ddof=1),
         "std": lambda x, d: cp.std(x, axis=d, ddof=1),
-    }.get(op)
+    }[op]
 
 
 def staged_or_cargo(bench):

@@ -46,7 +46,7 @@ import sys  # noqa: E402
 import time  # noqa: E402
 
 from bench_common import (  # noqa: E402
-    CASE_SETS, CUB_OPS, DASH, OPS, NotApplicable, cupy_call, cupy_view, fmt, gcell, geomean_cells,
+    CASE_SETS, CUB_OPS, CUPY_OPS, DASH, OPS, NotApplicable, cupy_call, cupy_view, fmt, gcell, geomean_cells,
     load_cases, load_ours, reads_from, run_ours, torch_call, torch_input, torch_view,
 )
 
@@ -251,7 +251,12 @@ def build_table(cases, op, peers, overhead, env, ours_doc, warmup, runs):
 
     out = []
     dev = env.get("device") or (ours_doc or {}).get("device") or DASH
-    cub = "CUB where the reduced axes are contiguous" if op in CUB_OPS else "its own reduction kernel (no CUB path for this op)"
+    if op in CUB_OPS:
+        cub = "CUB where the reduced axes are contiguous"
+    elif op in CUPY_OPS:
+        cub = "its own reduction kernel (no CUB path for this op)"
+    else:
+        cub = "no such op in CuPy"
     out.append(f"Op `{op}`. GPU: {dev}; driver {env.get('driver', DASH)}; torch {env.get('torch', DASH)} (CUDA {env.get('torch_cuda', DASH)}); "
                f"CuPy {env.get('cupy', DASH)} with CUPY_ACCELERATORS={env.get('cupy_accelerators', DASH)}: {cub}")
     if ours_doc:
