@@ -249,6 +249,10 @@ fn cell(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if let Err(e) = common::reference::self_check() {
+        eprintln!("cpu_reduce: {e}");
+        return ExitCode::FAILURE;
+    }
     let spec = match ops::lookup(&args.op) {
         Ok(s) => s,
         Err(e) => {

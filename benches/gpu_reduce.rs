@@ -606,6 +606,10 @@ fn run(args: &Args, spec: &OpSpec, cases: &[Case]) -> Result<ExitCode, BoxError>
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if let Err(e) = common::reference::self_check() {
+        eprintln!("gpu_reduce: {e}");
+        return ExitCode::FAILURE;
+    }
     let spec = match ops::lookup(&args.op) {
         Ok(s) => s,
         Err(e) => {

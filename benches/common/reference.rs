@@ -314,3 +314,42 @@ fn logsumexp_tol(x: &[f64], r: f64, out: DType) -> f64 {
     let depth = (x.len().max(2) as f64).log2().ceil() + 1.0;
     rounded(4.0 * acc_eps(out) * (depth + 4.0) * (1.0 + r.abs()), r, out)
 }
+
+/// Checks every reference on hand-computed values; the benches run it before
+/// anything else, so that a broken reference cannot pass or fail a result.
+pub fn self_check() -> Result<(), String> {
+    let nan = f64::NAN;
+    let cases: [(&str, f64, f64); 20] = [
+        ("sum", sum(&[1.0, 2.0, 3.5]), 6.5),
+        // Compensation keeps the 1.0 that a plain f64 sum loses.
+        ("sum", sum(&[1e16, 1.0, -1e16]), 1.0),
+        ("mean", mean(&[1.0, 2.0, 6.0]), 3.0),
+        ("prod", prod(&[2.0, -3.0, 0.5]), -3.0),
+        ("nansum", nansum(&[1.0, nan, 2.0]), 3.0),
+        ("amax", amax(&[1.0, 5.0, -3.0]), 5.0),
+        ("amax", amax(&[1.0, nan, 3.0]), nan),
+        ("amin", amin(&[1.0, 5.0, -3.0]), -3.0),
+        ("any", any(&[0.0, 0.0, -2.0]), 1.0),
+        ("any", any(&[0.0, 0.0]), 0.0),
+        ("all", all(&[1.0, 0.0, 2.0]), 0.0),
+        ("all", all(&[1.0, nan]), 1.0),
+        ("argmax", argmax(&[1.0, 5.0, 5.0]), 1.0),
+        ("argmax", argmax(&[9.0, nan, 5.0]), 1.0),
+        ("argmin", argmin(&[3.0, 1.0, 1.0]), 1.0),
+        ("var", var(&[1.0, 2.0, 3.0, 4.0]), 5.0 / 3.0),
+        ("var", var(&[7.0]), nan),
+        ("std", std(&[2.0, 4.0]), 2f64.sqrt()),
+        ("norm", norm2(&[3.0, 4.0]), 5.0),
+        ("logsumexp", logsumexp(&[0.0, 0.0]), 2f64.ln()),
+    ];
+    for (name, got, want) in cases {
+        let same = (got.is_nan() && want.is_nan()) || (got - want).abs() <= 1e-15 * want.abs();
+        if !same {
+            return Err(format!("reference {name}: got {got}, expected {want}"));
+        }
+    }
+    if logsumexp(&[f64::NEG_INFINITY; 2]) != f64::NEG_INFINITY {
+        return Err("reference logsumexp of -inf rows is not -inf".into());
+    }
+    Ok(())
+}
