@@ -356,7 +356,9 @@ pub fn values_f64(t: &Tensor) -> tensor_reduce::Result<Vec<f64>> {
 /// row-major order of the kept dims, each output's elements in row-major
 /// order of the reduced dims. `base` holds the base tensor's values.
 pub fn gather_rows(case: &Case, base: &[f64]) -> Vec<f64> {
+    const MAX_RANK: usize = 8;
     let rank = case.base_shape.len();
+    assert!(rank <= MAX_RANK, "{}: rank {rank} > {MAX_RANK}", case.name);
     let mut base_strides = vec![1usize; rank];
     for d in (0..rank.saturating_sub(1)).rev() {
         base_strides[d] = base_strides[d + 1] * case.base_shape[d + 1];
@@ -378,12 +380,13 @@ pub fn gather_rows(case: &Case, base: &[f64]) -> Vec<f64> {
     }
     out.par_chunks_mut(n).enumerate().for_each(|(o, row)| {
         let offset = unravel(o, &kept_shape, &kept_strides);
-        let mut idx = vec![0usize; red_shape.len()];
+        // No allocation per output: outer reductions have tens of millions.
+        let mut idx = [0usize; MAX_RANK];
         let mut roff = 0usize;
         for slot in row.iter_mut() {
             *slot = base[offset + roff];
             // An odometer over the reduced dims, last dim fastest.
-            for d in (0..idx.len()).rev() {
+            for d in (0..red_shape.len()).rev() {
                 idx[d] += 1;
                 roff += red_strides[d];
                 if idx[d] < red_shape[d] {
