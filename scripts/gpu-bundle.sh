@@ -11,6 +11,10 @@
 # synccheck) over a few small GPU tests, the quickstart and cudarc_interop
 # examples, and ends with a summary. Logs are packed into $OUT/gpu-logs.tar.gz
 # ($OUT unset: .gpu/gpu-logs.tar.gz).
+#
+# bench.sh regenerates one benchmark table (ours next to the peers):
+#
+#   bash .gpu/bench.sh gpu sweep sum     # or: cpu, suite, another op
 set -euo pipefail
 
 root=$(pwd)
@@ -175,5 +179,39 @@ dest_logs="${OUT:-$here}"
 tar -czf "$dest_logs/gpu-logs.tar.gz" -C "$logs" . && echo "logs: $dest_logs/gpu-logs.tar.gz"
 RUNNER
 chmod +x "$dest/run.sh"
+
+cat >"$dest/bench.sh" <<'BENCH'
+#!/usr/bin/env bash
+# Regenerates one benchmark table on the GPU machine; see scripts/gpu-bundle.sh
+# and docs/PERFORMANCE.md ("How to reproduce").
+#
+#   bash .gpu/bench.sh gpu|cpu [suite|sweep] [OP] [more arguments for compare_*.py]
+#
+# gpu: our staged gpu_reduce bench, then torch and CuPy on the same cases
+# (scripts/compare_gpu.py); cpu: our staged cpu_reduce bench, then torch on
+# the CPU with the same threads and protocol (scripts/compare_cpu.py). Writes
+# BACKEND_SET_OP.md (the table, geometric mean last), .json (ours),
+# _peers.json and .log under $OUT ($OUT unset: .gpu/results). Exits non-zero
+# when a result of ours failed its check.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+backend=${1:?usage: bench.sh gpu|cpu [suite|sweep] [OP] [ARGS...]}
+set_=${2:-suite}
+op=${3:-sum}
+shift $(( $# < 3 ? $# : 3 ))
+case "$backend" in gpu|cpu) ;; *) echo "bench.sh: backend is gpu or cpu, got $backend" >&2; exit 2 ;; esac
+out=${OUT:-$here/results}
+mkdir -p "$out"
+export TENSOR_REDUCE_CACHE_DIR="${TENSOR_REDUCE_CACHE_DIR:-/tmp/tensor-reduce-cache}"
+name="${backend}_${set_}_${op}"
+cd "$here/.."
+python3 "scripts/compare_$backend.py" --run-ours auto --op "$op" --cases "$set_" \
+  --ours "$out/$name.json" --peers-json "$out/${name}_peers.json" --out "$out/$name.md" "$@" \
+  2> >(tee "$out/$name.log" >&2)
+rc=$?
+echo "table: $out/$name.md (exit $rc)"
+exit $rc
+BENCH
+chmod +x "$dest/bench.sh"
 du -sh "$dest" >&2
 cat "$dest/tests.list" "$dest/benches.list" "$dest/examples.list" >&2

@@ -1,16 +1,31 @@
-//! Code shared by the CPU and GPU benchmarks: the suite, command-line
-//! arguments, result checking and statistics.
+//! Code shared by the CPU and GPU benchmarks: the case lists (suite and
+//! sweep), command-line arguments, the per-op reference and result checking,
+//! and statistics.
 
 // Each bench binary compiles this module on its own and uses a different part
 // of it; what one of them leaves unused is not dead code.
 #![allow(dead_code)]
 
-use serde_json::Value;
-use tensor_reduce::{bf16, f16, DType, Tensor};
+pub mod ops;
+pub mod reference;
 
-/// The suite, compiled in so that a benchmark binary copied to another
-/// machine (the GPU bundle) needs no file beside it.
+use rayon::prelude::*;
+use reference::OpSpec;
+use serde_json::Value;
+use tensor_reduce::{DType, Element, Tensor};
+
+/// The suite and the sweep, compiled in so that a benchmark binary copied to
+/// another machine (the GPU bundle) needs no file beside it.
 pub const SUITE_JSON: &str = include_str!("../suite.json");
+pub const SWEEP_JSON: &str = include_str!("../sweep.json");
+
+/// Inputs of at least this many bytes are read from DRAM even when the same
+/// buffer is reduced again and again (more than twice the H200's 60 MB L2).
+pub const DRAM_BYTES: u64 = 128 << 20;
+
+/// Integer inputs are drawn from this range: sums of the sweep's rows stay
+/// exact in f64.
+pub const INT_RANGE: (i64, i64) = (-1000, 1000);
 
 /// Seed of every input tensor: fixed, so that every run and every machine
 /// sums the same numbers.
@@ -88,6 +103,9 @@ pub struct Case {
     pub dims: Vec<isize>,
     pub dtype: DType,
     pub input_bytes: u64,
+    /// Copies of the input cycled through, call after call, so that inputs
+    /// under [`DRAM_BYTES`] are read from DRAM (1: the same buffer each call).
+    pub rotate: usize,
     /// The peers' H200 numbers recorded in the suite: reference only.
     pub ref_torch_us: Option<f64>,
     pub ref_cub_us: Option<f64>,
@@ -129,15 +147,33 @@ impl Case {
         self.base_shape.iter().product()
     }
 
+    /// Where a repeated call reads its input from, for the tables.
+    pub fn reads_from(&self) -> String {
+        if self.rotate > 1 {
+            format!("DRAM ({} copies)", self.rotate)
+        } else if self.input_bytes >= DRAM_BYTES {
+            "DRAM".into()
+        } else {
+            "L2-warm".into()
+        }
+    }
+
     /// The input tensor of this case, on the host: seeded randn of the base
-    /// shape, then the view.
+    /// shape (integers in [`INT_RANGE`] for integer dtypes), then the view.
     pub fn make_input(&self) -> tensor_reduce::Result<(Tensor, Tensor)> {
-        let base = Tensor::randn(
-            &self.base_shape,
-            self.dtype,
-            tensor_reduce::Device::Cpu,
-            SEED,
-        )?;
+        let cpu = tensor_reduce::Device::Cpu;
+        let base = if self.dtype.is_floating_point() {
+            Tensor::randn(&self.base_shape, self.dtype, cpu, SEED)?
+        } else {
+            Tensor::randint(
+                INT_RANGE.0,
+                INT_RANGE.1,
+                &self.base_shape,
+                self.dtype,
+                cpu,
+                SEED,
+            )?
+        };
         let view = self.view.apply(&base)?;
         Ok((base, view))
     }
@@ -157,9 +193,39 @@ pub fn print_case_list(cases: &[Case]) {
     }
 }
 
+/// Which case list to run.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum CaseSet {
+    #[default]
+    Suite,
+    Sweep,
+}
+
+impl CaseSet {
+    pub fn name(self) -> &'static str {
+        match self {
+            CaseSet::Suite => "suite",
+            CaseSet::Sweep => "sweep",
+        }
+    }
+}
+
 /// The cases of `benches/suite.json`, compiled into the binary.
 pub fn load_suite() -> Vec<Case> {
-    let suite: Value = serde_json::from_str(SUITE_JSON).expect("benches/suite.json is valid JSON");
+    parse_cases(SUITE_JSON, "suite.json", false)
+}
+
+/// The cases of `set`; `quick` takes the sweep's small shapes
+/// (`quick_base_shape`) and leaves the suite as it is.
+pub fn load_cases(set: CaseSet, quick: bool) -> Vec<Case> {
+    match set {
+        CaseSet::Suite => load_suite(),
+        CaseSet::Sweep => parse_cases(SWEEP_JSON, "sweep.json", quick),
+    }
+}
+
+fn parse_cases(json: &str, file: &str, quick: bool) -> Vec<Case> {
+    let doc: Value = serde_json::from_str(json).expect("the case list is valid JSON");
     let usizes = |v: &Value| -> Vec<usize> {
         v.as_array()
             .expect("an array")
@@ -167,16 +233,27 @@ pub fn load_suite() -> Vec<Case> {
             .map(|x| x.as_u64().expect("an integer") as usize)
             .collect()
     };
-    suite["cases"]
+    doc["cases"]
         .as_array()
-        .expect("suite.json has a case list")
+        .unwrap_or_else(|| panic!("{file} has a case list"))
         .iter()
         .map(|c| {
             let r = &c["reference_h200"];
             let view_name = c["view"].as_str().expect("view is a string").to_string();
+            let dtype = DType::from_name(c["dtype"].as_str().expect("dtype is a string"))
+                .unwrap_or_else(|| panic!("{file}: a known dtype"));
+            let quick_shape = c.get("quick_base_shape").filter(|_| quick);
+            let base_shape = usizes(quick_shape.unwrap_or(&c["base_shape"]));
+            let input_bytes = if quick_shape.is_some() {
+                (base_shape.iter().product::<usize>() * dtype.size_in_bytes()) as u64
+            } else {
+                c["input_bytes"]
+                    .as_u64()
+                    .expect("input_bytes is an integer")
+            };
             Case {
                 name: c["name"].as_str().expect("name is a string").to_string(),
-                base_shape: usizes(&c["base_shape"]),
+                base_shape,
                 view: View::parse(&view_name),
                 view_name,
                 dims: c["dims"]
@@ -185,11 +262,9 @@ pub fn load_suite() -> Vec<Case> {
                     .iter()
                     .map(|d| d.as_i64().expect("a dim") as isize)
                     .collect(),
-                dtype: DType::from_name(c["dtype"].as_str().expect("dtype is a string"))
-                    .expect("suite.json: a known dtype"),
-                input_bytes: c["input_bytes"]
-                    .as_u64()
-                    .expect("input_bytes is an integer"),
+                dtype,
+                input_bytes,
+                rotate: c["rotate"].as_u64().map_or(1, |r| r.max(1) as usize),
                 ref_torch_us: r["torch_us"].as_f64(),
                 ref_cub_us: r["cupy_cub_us"].as_f64(),
                 ref_best_peer_us: r["best_peer_us"].as_f64(),
@@ -209,11 +284,18 @@ pub struct Args {
     pub filters: Vec<String>,
     /// Only print the case list.
     pub list: bool,
+    /// The op to time (`--op`, default sum).
+    pub op: String,
+    /// The case list (`--cases suite|sweep`, default suite).
+    pub cases: CaseSet,
 }
 
 impl Args {
     pub fn parse() -> Args {
-        let mut args = Args::default();
+        let mut args = Args {
+            op: "sum".into(),
+            ..Args::default()
+        };
         let mut it = std::env::args().skip(1);
         while let Some(a) = it.next() {
             match a.as_str() {
@@ -222,8 +304,23 @@ impl Args {
                 "--quick" => args.quick = true,
                 "--list" => args.list = true,
                 "--json" => args.json = Some(it.next().expect("--json needs a path")),
+                "--op" => args.op = it.next().expect("--op needs a name"),
+                "--cases" => {
+                    args.cases = match it.next().as_deref() {
+                        Some("suite") => CaseSet::Suite,
+                        Some("sweep") => CaseSet::Sweep,
+                        other => {
+                            eprintln!("--cases takes suite or sweep, got {other:?}");
+                            std::process::exit(2);
+                        }
+                    }
+                }
                 "-h" | "--help" => {
-                    eprintln!("usage: [--quick] [--list] [--json PATH] [CASE-SUBSTRING ...]");
+                    eprintln!(
+                        "usage: [--op NAME] [--cases suite|sweep] [--quick] [--list] [--json PATH] [CASE-SUBSTRING ...]\n\
+                         ops: {}",
+                        ops::wired().join(", ")
+                    );
                     std::process::exit(0);
                 }
                 other if other.starts_with("--") => {
@@ -236,44 +333,130 @@ impl Args {
         args
     }
 
+    /// The selected cases of the chosen list.
+    pub fn selected_cases(&self) -> Vec<Case> {
+        load_cases(self.cases, self.quick)
+            .into_iter()
+            .filter(|c| self.selects(c))
+            .collect()
+    }
+
     pub fn selects(&self, case: &Case) -> bool {
         self.filters.is_empty() || self.filters.iter().any(|f| case.name.contains(f.as_str()))
     }
 }
 
-/// The elements of a floating tensor in logical row-major order, as f64.
+/// The elements of a tensor in logical row-major order, as f64 (exact but
+/// for i64 beyond 2^53, which the benches' integer inputs never reach).
 pub fn values_f64(t: &Tensor) -> tensor_reduce::Result<Vec<f64>> {
-    Ok(match t.dtype() {
-        DType::F16 => t.to_vec::<f16>()?.iter().map(|v| v.to_f64()).collect(),
-        DType::BF16 => t.to_vec::<bf16>()?.iter().map(|v| v.to_f64()).collect(),
-        DType::F32 => t.to_vec::<f32>()?.iter().map(|&v| v as f64).collect(),
-        DType::F64 => t.to_vec::<f64>()?,
-        other => panic!("the suite only has floating dtypes, got {other}"),
+    tensor_reduce::with_dtype!(t.dtype(), T => Ok(t.to_vec::<T>()?.into_iter().map(Element::to_f64).collect()))
+}
+
+/// The elements of `case`'s view grouped by output: output after output in
+/// row-major order of the kept dims, each output's elements in row-major
+/// order of the reduced dims. `base` holds the base tensor's values.
+pub fn gather_rows(case: &Case, base: &[f64]) -> Vec<f64> {
+    const MAX_RANK: usize = 8;
+    let rank = case.base_shape.len();
+    assert!(rank <= MAX_RANK, "{}: rank {rank} > {MAX_RANK}", case.name);
+    let mut base_strides = vec![1usize; rank];
+    for d in (0..rank.saturating_sub(1)).rev() {
+        base_strides[d] = base_strides[d + 1] * case.base_shape[d + 1];
+    }
+    let axes = case.view.axes(rank);
+    let reduced = case.dims_wrapped();
+    let pick = |keep: bool| -> (Vec<usize>, Vec<usize>) {
+        (0..rank)
+            .filter(|d| reduced.contains(d) != keep)
+            .map(|d| (case.base_shape[axes[d]], base_strides[axes[d]]))
+            .unzip()
+    };
+    let (kept_shape, kept_strides) = pick(true);
+    let (red_shape, red_strides) = pick(false);
+    let n: usize = red_shape.iter().product();
+    let mut out = vec![0.0; base.len()];
+    if n == 0 {
+        return out;
+    }
+    out.par_chunks_mut(n).enumerate().for_each(|(o, row)| {
+        let offset = unravel(o, &kept_shape, &kept_strides);
+        // No allocation per output: outer reductions have tens of millions.
+        let mut idx = [0usize; MAX_RANK];
+        let mut roff = 0usize;
+        for slot in row.iter_mut() {
+            *slot = base[offset + roff];
+            // An odometer over the reduced dims, last dim fastest.
+            for d in (0..red_shape.len()).rev() {
+                idx[d] += 1;
+                roff += red_strides[d];
+                if idx[d] < red_shape[d] {
+                    break;
+                }
+                roff -= red_strides[d] * red_shape[d];
+                idx[d] = 0;
+            }
+        }
+    });
+    out
+}
+
+/// The offset of row-major index `i` of `shape` under `strides`.
+fn unravel(mut i: usize, shape: &[usize], strides: &[usize]) -> usize {
+    let mut off = 0;
+    for d in (0..shape.len()).rev() {
+        off += (i % shape[d]) * strides[d];
+        i /= shape[d];
+    }
+    off
+}
+
+/// What one case's outputs must be, from the op's f64 reference.
+pub struct Expected {
+    pub values: Vec<f64>,
+    pub tolerances: Vec<f64>,
+    /// The reference indices of ops with a second output (max_dim).
+    pub indices: Option<Vec<f64>>,
+    /// Elements reduced into each output.
+    pub n: usize,
+}
+
+/// The reference of `spec` on `case`, whose base tensor is `base` (on the host).
+pub fn expected(case: &Case, base: &Tensor, spec: &OpSpec) -> tensor_reduce::Result<Expected> {
+    let out = (spec.out_dtype)(case.dtype).expect("the caller checked that the op applies");
+    let rows = gather_rows(case, &values_f64(base)?);
+    let n = case.reduced_len();
+    let (values, tolerances): (Vec<f64>, Vec<f64>) = rows
+        .par_chunks(n.max(1))
+        .map(|row| {
+            let r = (spec.reference)(row);
+            (r, (spec.tolerance)(row, r, out))
+        })
+        .unzip();
+    let indices = spec
+        .indices
+        .map(|f| rows.par_chunks(n.max(1)).map(f).collect());
+    Ok(Expected {
+        values,
+        tolerances,
+        indices,
+        n,
     })
 }
 
-/// Largest accepted |ours - reference| for an output summing `n` elements
-/// whose absolute values add up to `abs_sum`, returned in dtype `out`.
-///
-/// Pairwise summation in the accumulator type errs by at most about
-/// `eps * log2(n) * abs_sum`; backends that add runs sequentially at the
-/// leaves stay within a small multiple of that on randn data (the partial
-/// sums random-walk), hence the factor 4. Rounding the result to `out` adds
-/// half an ulp of the result, and for 16-bit outputs one subnormal step.
-pub fn tolerance(n: usize, abs_sum: f64, reference: f64, out: DType) -> f64 {
-    let acc_eps = match out.accumulator() {
-        DType::F64 => f64::EPSILON / 2.0,
-        _ => f32::EPSILON as f64 / 2.0,
-    };
-    let (out_eps, out_tiny) = match out {
-        DType::F16 => (2f64.powi(-11), 2f64.powi(-24)),
-        DType::BF16 => (2f64.powi(-8), 2f64.powi(-133)),
-        DType::F32 => (2f64.powi(-24), 0.0),
-        _ => (2f64.powi(-53), 0.0),
-    };
-    let depth = (n.max(2) as f64).log2().ceil() + 1.0;
-    let acc = 4.0 * acc_eps * depth * abs_sum;
-    acc + out_eps * (reference.abs() + acc) * 1.001 + out_tiny
+/// Checks an op's outputs against [`expected`].
+pub fn check_output(e: &Expected, out: &ops::Output) -> tensor_reduce::Result<Check> {
+    let mut c = check(&values_f64(&out.first)?, &e.values, &e.tolerances, e.n);
+    if let (Some(want), Some(got), true) = (&e.indices, &out.second, c.ok) {
+        let exact = vec![0.0; want.len()];
+        let ci = check(&values_f64(got)?, want, &exact, e.n);
+        if !ci.ok {
+            c = Check {
+                detail: format!("indices: {}", ci.detail),
+                ..ci
+            };
+        }
+    }
+    Ok(c)
 }
 
 /// The outcome of checking one result against a reference.
@@ -288,8 +471,9 @@ pub struct Check {
     pub detail: String,
 }
 
-/// Compares every output with the f64 reference, with [`tolerance`].
-pub fn check(ours: &[f64], reference: &[f64], abs_sums: &[f64], n: usize, out: DType) -> Check {
+/// Compares every output with its reference and tolerance; NaN matches NaN
+/// (amax of a row with a NaN, var of one element).
+pub fn check(ours: &[f64], reference: &[f64], tolerances: &[f64], n: usize) -> Check {
     if ours.len() != reference.len() {
         return Check {
             ok: false,
@@ -304,9 +488,12 @@ pub fn check(ours: &[f64], reference: &[f64], abs_sums: &[f64], n: usize, out: D
         worst_err_over_tol: 0.0,
         detail: String::new(),
     };
-    for (i, ((&g, &r), &a)) in ours.iter().zip(reference).zip(abs_sums).enumerate() {
-        let err = (g - r).abs();
-        let tol = tolerance(n, a, r, out);
+    for (i, ((&g, &r), &tol)) in ours.iter().zip(reference).zip(tolerances).enumerate() {
+        let err = if g == r || (g.is_nan() && r.is_nan()) {
+            0.0
+        } else {
+            (g - r).abs()
+        };
         // `!(err <= tol)` also catches a NaN in our result.
         let ratio = if err <= tol {
             err / tol.max(f64::MIN_POSITIVE)
@@ -337,6 +524,16 @@ pub fn median(xs: &[f64]) -> f64 {
     } else {
         (v[m - 1] + v[m]) / 2.0
     }
+}
+
+/// The geometric mean of the positive values; `None` when there are none.
+pub fn geomean(xs: &[f64]) -> Option<f64> {
+    let v: Vec<f64> = xs
+        .iter()
+        .copied()
+        .filter(|&x| x > 0.0 && x.is_finite())
+        .collect();
+    (!v.is_empty()).then(|| (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp())
 }
 
 /// Input bytes per microsecond, in GB/s (10^9 bytes per second).

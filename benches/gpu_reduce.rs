@@ -1,13 +1,18 @@
-//! GPU benchmark (issue 5): every case of `benches/suite.json` summed on CUDA
-//! device 0, timed the way the peers (torch.sum, CuPy+CUB) were timed, next
-//! to a read-stream ceiling measured in the same run.
+//! GPU benchmark: one op (`--op`, default sum) over every case of
+//! `benches/suite.json` or `benches/sweep.json` (`--cases`) on CUDA device 0,
+//! timed the way the peers (torch, CuPy) are timed by
+//! `scripts/compare_gpu.py`, next to a read-stream ceiling measured in the
+//! same run over the same bytes.
 //!
-//! `cargo bench --bench gpu_sum [-- [--quick] [--json PATH] [CASE-SUBSTRING ...]]`
+//! `cargo bench --bench gpu_reduce [-- [--op NAME] [--cases suite|sweep] [--quick] [--json PATH] [CASE-SUBSTRING ...]]`
 //!
 //! Timing: a CUDA event recorded on the default stream just before and just
-//! after each `sum` call from the host, 5 warm-up calls, the median of 50; so
-//! the host-side cost of the call counts, as it did for the peers. Each result
-//! is first checked against the CPU backend (in f64): a wrong result is
+//! after each call from the host, 5 warm-up calls, the median of 50; so the
+//! host-side cost of the call counts, as it does for the peers. Cases with
+//! `rotate` > 1 (the sweep's small inputs) cycle through that many copies of
+//! the input, so each call reads from DRAM rather than L2, and their ceiling
+//! cycles through as many windows of its buffer. Each result is first checked
+//! against the op's f64 reference (`common::reference`): a wrong result is
 //! reported as FAILED and the process exits non-zero after the table.
 //!
 //! Without a CUDA driver or device it prints a line and exits 0, so that
@@ -15,7 +20,8 @@
 
 mod common;
 
-use common::{check, gbs, median, values_f64, Args, Case};
+use common::reference::OpSpec;
+use common::{check_output, expected, gbs, geomean, median, ops, Args, Case};
 use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags};
 use cudarc::driver::{
     CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
@@ -125,7 +131,7 @@ impl Gpu {
         Ok((ms as f64 * 1e3, r))
     }
 
-    /// The launch-planning properties of this device, for `explain_sum`.
+    /// The launch-planning properties of this device, for `explain`.
     fn props(&self) -> Result<DeviceProps, BoxError> {
         let attr = |a| self.ctx.attribute(a).map(|v| v as u32);
         let (major, minor) = self.ctx.compute_capability()?;
@@ -150,13 +156,14 @@ impl Gpu {
     }
 }
 
-/// The read-stream ceiling kernel over a 1 GiB buffer, measured per size.
+/// The read-stream ceiling kernel over a 1 GiB buffer, measured per size and
+/// rotation.
 struct Ceiling {
     read_sum: CudaFunction,
     buf: CudaSlice<f32>,
     out: CudaSlice<f32>,
-    /// GB/s by byte count, measured once per size.
-    cache: BTreeMap<usize, f64>,
+    /// GB/s by (byte count, windows rotated through), measured once each.
+    cache: BTreeMap<(usize, usize), f64>,
 }
 
 impl Ceiling {
@@ -196,11 +203,16 @@ impl Ceiling {
         })
     }
 
-    /// The best read rate over the first `bytes` of the buffer (whole float4s),
-    /// over a few grid sizes, so the ceiling is not an artefact of one grid.
-    fn gbs(&mut self, gpu: &Gpu, bytes: usize) -> Result<f64, BoxError> {
+    /// The best read rate over `bytes` of the buffer (whole float4s), over a
+    /// few grid sizes, so the ceiling is not an artefact of one grid. With
+    /// `rotate` > 1 each launch reads the next of that many disjoint windows,
+    /// as the case's calls read the next copy of its input.
+    fn gbs(&mut self, gpu: &Gpu, bytes: usize, rotate: usize) -> Result<f64, BoxError> {
         let bytes = bytes.min(CEILING_BYTES);
-        if let Some(&g) = self.cache.get(&bytes) {
+        // Windows start 256-byte aligned, like allocations; they must all fit.
+        let window4 = (bytes / 16).max(1).next_multiple_of(16);
+        let rotate = rotate.clamp(1, CEILING_BYTES / 16 / window4);
+        if let Some(&g) = self.cache.get(&(bytes, rotate)) {
             return Ok(g);
         }
         let n4 = (bytes / 16).max(1) as u64;
@@ -215,11 +227,13 @@ impl Ceiling {
                 shared_mem_bytes: 0,
             };
             for run in 0..CEILING_RUNS + 3 {
+                let start = (run % rotate) * window4 * 4;
+                let window = self.buf.slice(start..start + n4 as usize * 4);
                 let mut b = gpu.stream.launch_builder(&self.read_sum);
-                b.arg(&self.buf).arg(&n4).arg(&mut self.out);
+                b.arg(&window).arg(&n4).arg(&mut self.out);
                 let (us, launched) = gpu.event_us(|| {
                     // SAFETY: `read_sum` takes (const float4*, u64, float*) and reads below
-                    // n4 float4s, which lie inside `buf`.
+                    // n4 float4s, which lie inside `window` (a view of `buf`, 16-byte aligned).
                     unsafe { b.launch(cfg) }
                 })?;
                 launched?;
@@ -230,7 +244,7 @@ impl Ceiling {
             }
         }
         let g = gbs(n4 * 16, best_us);
-        self.cache.insert(bytes, g);
+        self.cache.insert((bytes, rotate), g);
         Ok(g)
     }
 }
@@ -243,6 +257,8 @@ struct Row {
     min_us: Option<f64>,
     ceiling_gbs: Option<f64>,
     ok: bool,
+    /// Why the op does not apply to this case (torch would refuse it too).
+    skipped: Option<String>,
     worst_err_over_tol: f64,
     detail: String,
     plan: String,
@@ -257,6 +273,7 @@ impl Row {
             min_us: None,
             ceiling_gbs: None,
             ok: false,
+            skipped: None,
             worst_err_over_tol: f64::NAN,
             detail,
             plan,
@@ -264,42 +281,55 @@ impl Row {
     }
 }
 
-/// Times `sum` on one case: check first, then 5 warm-up calls and 50 timed ones.
+/// The launch plan of `spec` on `x`, where the library can explain the op.
+fn explain(spec: &OpSpec, x: &Tensor, dims: &[isize], props: &DeviceProps) -> String {
+    match ReduceOp::from_name(spec.name) {
+        Some(op) => x
+            .explain(op, dims, false, props)
+            .map_or_else(|e| format!("(no plan: {e})"), |p| p.to_string()),
+        None => String::new(),
+    }
+}
+
+/// Times `spec` on one case: check first, then 5 warm-up calls and 50 timed
+/// ones, cycling through `case.rotate` copies of the input.
 fn time_case(
     gpu: &Gpu,
+    spec: &OpSpec,
     case: &Case,
     runs: (usize, usize),
     props: &DeviceProps,
 ) -> Result<Row, BoxError> {
+    if let Some(why) = ops::not_applicable(spec, case.dims.len(), case.dtype) {
+        let mut row = Row::untimed(case, String::new(), String::new());
+        row.skipped = Some(why);
+        row.ok = true;
+        return Ok(row);
+    }
+    let call = ops::call(spec.name, &case.dims).expect("run checked the op is wired");
     let (base, x_host) = case.make_input()?;
-    let out_dtype = ReduceOp::Sum.output_dtype(case.dtype, None)?;
-    let reference = values_f64(&x_host.sum_dtype(&case.dims, false, DType::F64)?)?;
-    let abs_sums = {
-        let abs: Vec<f64> = values_f64(&x_host)?.into_iter().map(f64::abs).collect();
-        values_f64(&Tensor::from_vec(abs, &case.view_shape())?.sum_dtype(
-            &case.dims,
-            false,
-            DType::F64,
-        )?)?
-    };
     drop(x_host);
-    let x = case.view.apply(&base.to_device(Device::Cuda(0))?)?;
+    let want = expected(case, &base, spec)?;
+    // One upload per copy: each lives in its own device allocation.
+    let xs = (0..case.rotate)
+        .map(|_| Ok(case.view.apply(&base.to_device(Device::Cuda(0))?)?))
+        .collect::<Result<Vec<Tensor>, BoxError>>()?;
     drop(base);
-    let plan = x
-        .explain(ReduceOp::Sum, &case.dims, false, props)
-        .map_or_else(|e| format!("(no plan: {e})"), |p| p.to_string());
-    let mut row = Row::untimed(case, String::new(), plan);
+    let mut row = Row::untimed(
+        case,
+        String::new(),
+        explain(spec, &xs[0], &case.dims, props),
+    );
 
-    let first = match x.sum(&case.dims, false) {
+    let first = match call(&xs[0]) {
         Ok(y) => y,
         Err(e) => {
-            row.detail = format!("sum failed: {e}");
+            row.detail = format!("{} failed: {e}", spec.name);
             return Ok(row);
         }
     };
-    let ours = values_f64(&first)?;
-    drop(first);
-    let c = check(&ours, &reference, &abs_sums, case.reduced_len(), out_dtype);
+    let c = check_output(&want, &first)?;
+    drop((first, want));
     row.worst_err_over_tol = c.worst_err_over_tol;
     if !c.ok {
         row.detail = c.detail;
@@ -307,14 +337,14 @@ fn time_case(
     }
 
     let (warmup, n) = runs;
-    for _ in 0..warmup {
-        x.sum(&case.dims, false)?;
+    for i in 0..warmup {
+        call(&xs[i % xs.len()])?;
     }
     gpu.stream.synchronize()?;
     let mut times = Vec::with_capacity(n);
-    for _ in 0..n {
+    for i in 0..n {
         // The result is dropped after the end event, so freeing it is not timed.
-        let (us, y) = gpu.event_us(|| x.sum(&case.dims, false))?;
+        let (us, y) = gpu.event_us(|| call(&xs[i % xs.len()]))?;
         y?;
         times.push(us);
     }
@@ -324,39 +354,38 @@ fn time_case(
     Ok(row)
 }
 
-/// Host overhead of one `sum` call: GPU-event median, wall-clock median of the
+/// Host overhead of one call: GPU-event median, wall-clock median of the
 /// call alone (after a sync, so no earlier work is queued), and of the call
 /// plus a sync.
 fn host_overhead(
     gpu: &Gpu,
     x: &Tensor,
-    dims: &[isize],
+    call: &ops::Call,
     runs: (usize, usize),
 ) -> Result<Value, BoxError> {
     let (warmup, n) = runs;
     for _ in 0..warmup {
-        x.sum(dims, false)?;
+        call(x)?;
     }
     gpu.stream.synchronize()?;
-    let (mut event, mut call, mut call_sync) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut event, mut wall, mut wall_sync) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..n {
-        let (us, y) = gpu.event_us(|| x.sum(dims, false))?;
+        let (us, y) = gpu.event_us(|| call(x))?;
         y?;
         event.push(us);
         gpu.stream.synchronize()?;
         let t = Instant::now();
-        let y = x.sum(dims, false)?;
-        call.push(t.elapsed().as_secs_f64() * 1e6);
+        let y = call(x)?;
+        wall.push(t.elapsed().as_secs_f64() * 1e6);
         gpu.stream.synchronize()?;
-        call_sync.push(t.elapsed().as_secs_f64() * 1e6);
+        wall_sync.push(t.elapsed().as_secs_f64() * 1e6);
         drop(y);
     }
     Ok(json!({
         "shape": x.shape(),
-        "dims": dims,
         "event_us": median(&event),
-        "wall_call_us": median(&call),
-        "wall_call_sync_us": median(&call_sync),
+        "wall_call_us": median(&wall),
+        "wall_call_sync_us": median(&wall_sync),
     }))
 }
 
@@ -385,17 +414,19 @@ fn driver_version() -> Option<i32> {
     (r == cudarc::driver::sys::CUresult::CUDA_SUCCESS).then_some(v)
 }
 
-fn run(args: &Args, cases: &[Case]) -> Result<ExitCode, BoxError> {
+fn run(args: &Args, spec: &OpSpec, cases: &[Case]) -> Result<ExitCode, BoxError> {
     let gpu = Gpu::new()?;
     Device::cuda(0)?;
     let props = gpu.props()?;
     let runs = if args.quick { (2, 10) } else { (WARMUP, RUNS) };
     eprintln!(
-        "gpu_sum: {} on {} ({} SMs), {} cases, {} warm-up + median of {}",
+        "gpu_reduce: {} over {} {} cases, {} on {} ({} SMs), {} warm-up + median of {}",
+        spec.name,
+        cases.len(),
+        args.cases.name(),
         utc_date(),
         props.name,
         gpu.sm_count,
-        cases.len(),
         runs.0,
         runs.1
     );
@@ -408,7 +439,7 @@ fn run(args: &Args, cases: &[Case]) -> Result<ExitCode, BoxError> {
         }
     };
     let ceiling_1gib = match &mut ceiling {
-        Some(c) => Some(c.gbs(&gpu, CEILING_BYTES)?),
+        Some(c) => Some(c.gbs(&gpu, CEILING_BYTES, 1)?),
         None => None,
     };
     if let Some(g) = ceiling_1gib {
@@ -418,7 +449,7 @@ fn run(args: &Args, cases: &[Case]) -> Result<ExitCode, BoxError> {
     let mut rows = Vec::new();
     for case in cases {
         let t = Instant::now();
-        let mut row = match time_case(&gpu, case, runs, &props) {
+        let mut row = match time_case(&gpu, spec, case, runs, &props) {
             Ok(row) => row,
             Err(e) => Row::untimed(case, format!("error: {e}"), String::new()),
         };
@@ -426,37 +457,35 @@ fn run(args: &Args, cases: &[Case]) -> Result<ExitCode, BoxError> {
         // back before the next (up to 1 GiB) allocation, and that a failed
         // case left no error pending.
         gpu.stream.synchronize()?;
-        if let Some(c) = &mut ceiling {
+        if let (Some(c), true) = (&mut ceiling, row.skipped.is_none()) {
             row.ceiling_gbs = c
-                .gbs(&gpu, case.input_bytes as usize)
+                .gbs(&gpu, case.input_bytes as usize, case.rotate)
                 .map_err(|e| eprintln!("  ceiling for {}: {e}", case.name))
                 .ok();
         }
+        let status = match (&row.skipped, row.ok) {
+            (Some(_), _) => "n/a   ",
+            (None, true) => "ok    ",
+            (None, false) => "FAILED",
+        };
         eprintln!(
-            "  {:<24} {}  {:>10}  ({:.1} s){}",
+            "  {:<30} {status}  {:>10}  ({:.1} s){}",
             case.name,
-            if row.ok { "ok    " } else { "FAILED" },
             row.our_us.map_or("–".into(), |u| format!("{u:.1} µs")),
             t.elapsed().as_secs_f64(),
-            if row.ok {
-                String::new()
-            } else {
-                format!("\n    {}", row.detail)
+            match (&row.skipped, row.ok) {
+                (Some(why), _) => format!("\n    {why}"),
+                (None, false) => format!("\n    {}", row.detail),
+                (None, true) => String::new(),
             }
         );
         rows.push(row);
     }
 
-    let tiny = cases
-        .iter()
+    let tiny = common::load_suite()
+        .into_iter()
         .find(|c| c.name == "tiny_2_3_4_5")
-        .cloned()
-        .unwrap_or_else(|| {
-            common::load_suite()
-                .into_iter()
-                .find(|c| c.name == "tiny_2_3_4_5")
-                .expect("the suite has tiny_2_3_4_5")
-        });
+        .expect("the suite has tiny_2_3_4_5");
     let tiny_x = tiny.view.apply(&Tensor::randn(
         &tiny.base_shape,
         tiny.dtype,
@@ -464,33 +493,54 @@ fn run(args: &Args, cases: &[Case]) -> Result<ExitCode, BoxError> {
         common::SEED,
     )?)?;
     let one = Tensor::randn(&[1], DType::F32, Device::Cuda(0), common::SEED)?;
+    let overhead_of = |x: &Tensor, dims: &[isize]| -> Value {
+        let call = ops::call(spec.name, dims).expect("run checked the op is wired");
+        host_overhead(&gpu, x, &call, runs).unwrap_or_else(|e| json!({"error": e.to_string()}))
+    };
     let overhead = json!({
-        "tiny_2_3_4_5": host_overhead(&gpu, &tiny_x, &tiny.dims, runs).unwrap_or_else(|e| json!({"error": e.to_string()})),
-        "one_element": host_overhead(&gpu, &one, &[0], runs).unwrap_or_else(|e| json!({"error": e.to_string()})),
+        "tiny_2_3_4_5": overhead_of(&tiny_x, &tiny.dims),
+        "one_element": overhead_of(&one, &[0]),
     });
 
     println!();
-    println!("| case | dtype | input MB | ours µs | GB/s | ceiling GB/s | % of ceiling |");
-    println!("|---|---|---:|---:|---:|---:|---:|");
+    println!(
+        "op `{}`, {} cases; reads: where a repeated call reads its input (DRAM: ≥ 128 MiB, or cycling through \
+         copies totalling ≥ 128 MiB; L2-warm: one small buffer), the ceiling read the same way",
+        spec.name,
+        args.cases.name()
+    );
+    println!();
+    println!("| case | dtype | input MB | reads | ours µs | GB/s | ceiling GB/s | % of ceiling |");
+    println!("|---|---|---:|---|---:|---:|---:|---:|");
+    let mut pcts = Vec::new();
     for r in &rows {
         let b = r.case.input_bytes;
-        let (us, g, pct) = match r.our_us {
-            Some(u) => (
+        let (us, g, pct) = match (r.our_us, &r.skipped) {
+            (_, Some(_)) => ("n/a".into(), "–".into(), None),
+            (Some(u), None) => (
                 format!("{u:.1}"),
                 format!("{:.0}", gbs(b, u)),
-                r.ceiling_gbs
-                    .map_or("–".into(), |c| format!("{:.0}%", 100.0 * gbs(b, u) / c)),
+                r.ceiling_gbs.map(|c| 100.0 * gbs(b, u) / c),
             ),
-            None => ("FAILED".into(), "–".into(), "–".into()),
+            (None, None) => ("FAILED".into(), "–".into(), None),
         };
+        pcts.extend(pct);
         let ceil = r.ceiling_gbs.map_or("–".into(), |c| format!("{c:.0}"));
         println!(
-            "| {} | {} | {:.1} | {us} | {g} | {ceil} | {pct} |",
+            "| {} | {} | {:.1} | {} | {us} | {g} | {ceil} | {} |",
             r.case.name,
             r.case.dtype.name(),
-            b as f64 / 1e6
+            b as f64 / 1e6,
+            r.case.reads_from(),
+            pct.map_or("–".into(), |p| format!("{p:.0}%"))
         );
     }
+    let timed: Vec<f64> = rows.iter().filter_map(|r| r.our_us).collect();
+    println!(
+        "| **geometric mean** | | | | {} | | | {} |",
+        geomean(&timed).map_or("–".into(), |u| format!("{u:.1}")),
+        geomean(&pcts).map_or("–".into(), |p| format!("{p:.0}%"))
+    );
     println!();
     if let Some(g) = ceiling_1gib {
         println!(
@@ -509,26 +559,37 @@ fn run(args: &Args, cases: &[Case]) -> Result<ExitCode, BoxError> {
 
     if let Some(path) = &args.json {
         let doc = json!({
-            "benchmark": "gpu_sum",
+            "benchmark": "gpu_reduce",
+            "op": spec.name,
+            "case_set": args.cases.name(),
+            "quick": args.quick,
             "date": utc_date(),
             "commit": common::git_commit(),
             "device": props.name,
             "sm_count": gpu.sm_count,
             "compute_capability": [props.compute_capability.0, props.compute_capability.1],
             "driver_version": driver_version(),
-            "timing": format!("CUDA events on the default stream around each sum call, {} warm-up, median of {}", runs.0, runs.1),
+            "timing": format!("CUDA events on the default stream around each call, {} warm-up, median of {}; cases with rotate > 1 cycle through that many copies of the input", runs.0, runs.1),
+            "warmup": runs.0,
+            "runs": runs.1,
             "ceiling_1gib_gbs": ceiling_1gib,
-            "ceiling_how": format!("grid-stride float4 sum, 4 loads in flight per thread, 256 threads x {{4,8,16}} blocks per SM, one atomicAdd per block, best of {CEILING_RUNS} launches; per case over the case's byte count"),
+            "ceiling_how": format!("grid-stride float4 sum, 4 loads in flight per thread, 256 threads x {{4,8,16}} blocks per SM, one atomicAdd per block, best of {CEILING_RUNS} launches; per case over the case's byte count, cycling through `rotate` disjoint windows like the case"),
             "host_overhead": overhead,
             "cases": rows.iter().map(|r| json!({
                 "name": r.case.name,
                 "dtype": r.case.dtype.name(),
+                "base_shape": r.case.base_shape,
+                "view": r.case.view_name,
+                "dims": r.case.dims,
                 "input_bytes": r.case.input_bytes,
+                "rotate": r.case.rotate,
+                "reads": r.case.reads_from(),
                 "our_us": r.our_us,
                 "min_us": r.min_us,
                 "gbs": r.our_us.map(|u| gbs(r.case.input_bytes, u)),
                 "ceiling_gbs": r.ceiling_gbs,
                 "ok": r.ok,
+                "skipped": r.skipped,
                 "worst_err_over_tol": if r.worst_err_over_tol.is_finite() { Some(r.worst_err_over_tol) } else { None },
                 "detail": r.detail,
                 "plan": r.plan,
@@ -546,10 +607,18 @@ fn run(args: &Args, cases: &[Case]) -> Result<ExitCode, BoxError> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let cases: Vec<Case> = common::load_suite()
-        .into_iter()
-        .filter(|c| args.selects(c))
-        .collect();
+    if let Err(e) = common::reference::self_check() {
+        eprintln!("gpu_reduce: {e}");
+        return ExitCode::FAILURE;
+    }
+    let spec = match ops::lookup(&args.op) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("gpu_reduce: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let cases = args.selected_cases();
     if args.list {
         common::print_case_list(&cases);
         return ExitCode::SUCCESS;
@@ -561,10 +630,10 @@ fn main() -> ExitCode {
         println!("no CUDA device: skipping GPU benchmark");
         return ExitCode::SUCCESS;
     }
-    match run(&args, &cases) {
+    match run(&args, spec, &cases) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("gpu_sum: {e}");
+            eprintln!("gpu_reduce: {e}");
             ExitCode::FAILURE
         }
     }

@@ -1,0 +1,430 @@
+//! CPU benchmark: one op (`--op`, default sum) over every case of
+//! `benches/suite.json` or `benches/sweep.json` (`--cases`), by our CPU
+//! backend and, where it has the op, by ndarray, next to a plain
+//! multithreaded read of the same number of bytes.
+//!
+//! `cargo bench --bench cpu_reduce [-- [--op NAME] [--cases suite|sweep] [--quick] [--json PATH] [CASE-SUBSTRING ...]]`
+//!
+//! Each result is checked against the op's f64 reference
+//! (`common::reference`) before it is timed: a fast wrong answer fails the
+//! run. Times are wall clock, the median of several runs after warm-up,
+//! allocation of the result included for both sides. `--quick` takes fewer
+//! runs and, for the sweep, each case's small shape (about 8 MiB).
+//! `scripts/compare_cpu.py` times torch on the same cases with the same
+//! protocol (it reads the protocol from this bench's JSON).
+
+mod common;
+
+use common::reference::OpSpec;
+use common::{check_output, expected, gbs, geomean, median, ops, Args, Case};
+use ndarray::{ArrayD, ArrayViewD, Axis, IxDyn};
+use num_traits::{Float, FromPrimitive};
+use rayon::prelude::*;
+use serde_json::json;
+use std::hint::black_box;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+use tensor_reduce::DType;
+
+/// The goal for the CPU backend, in input bytes per second, for cases this
+/// large or larger.
+const GOAL_GBS: f64 = 28.0;
+const GOAL_MIN_BYTES: u64 = 64 << 20;
+
+/// How many times to run a measured call.
+struct Plan {
+    warmup: usize,
+    min_runs: usize,
+    max_runs: usize,
+    budget: Duration,
+}
+
+impl Plan {
+    /// The sweep has four times the suite's cases: a shorter budget keeps a
+    /// full run within minutes on a 16-core host.
+    fn new(quick: bool, sweep: bool) -> Plan {
+        if quick {
+            Plan {
+                warmup: 1,
+                min_runs: 3,
+                max_runs: 3,
+                budget: Duration::ZERO,
+            }
+        } else if sweep {
+            Plan {
+                warmup: 1,
+                min_runs: 3,
+                max_runs: 101,
+                budget: Duration::from_millis(300),
+            }
+        } else {
+            Plan {
+                warmup: 2,
+                min_runs: 5,
+                max_runs: 201,
+                budget: Duration::from_millis(1000),
+            }
+        }
+    }
+    /// Microseconds of each timed run of `f`.
+    fn time(&self, mut f: impl FnMut()) -> Vec<f64> {
+        for _ in 0..self.warmup {
+            f();
+        }
+        let start = Instant::now();
+        let mut times = Vec::new();
+        while times.len() < self.min_runs
+            || (times.len() < self.max_runs && start.elapsed() < self.budget)
+        {
+            let t = Instant::now();
+            f();
+            times.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+        times
+    }
+}
+
+/// What this machine reads at the moment: a plain multithreaded sum of
+/// contiguous f32 (16 independent lanes, no tree), over the same number of
+/// bytes as a case, in the same run. The machine is shared and its memory
+/// speed varies; this column says how much of a miss is the machine's.
+fn plain_read(x: &[f32]) -> f32 {
+    x.par_chunks(1 << 16)
+        .map(|c| {
+            let mut acc = [0f32; 16];
+            for v in c.chunks_exact(16) {
+                for j in 0..16 {
+                    acc[j] += v[j];
+                }
+            }
+            acc.iter().sum::<f32>()
+        })
+        .sum()
+}
+
+/// ndarray's version of `op` over several dims, where ndarray has the op:
+/// `*_axis` chained from the highest dim down, so that the remaining dims keep
+/// their indices (exact for every op below: each reduces one dim after the
+/// other to the same result). `None` where ndarray has no such reduction.
+fn nd_reduce<A: Float + FromPrimitive>(
+    op: &str,
+    x: ArrayViewD<'_, A>,
+    dims: &[usize],
+) -> Option<ArrayD<A>> {
+    let mut dims = dims.to_vec();
+    dims.sort_unstable_by(|a, b| b.cmp(a));
+    let one = |x: ArrayViewD<'_, A>, d: usize| -> Option<ArrayD<A>> {
+        let ax = Axis(d);
+        Some(match op {
+            "sum" => x.sum_axis(ax),
+            "mean" => x.mean_axis(ax)?,
+            "prod" => x.product_axis(ax),
+            "amax" => x.fold_axis(ax, A::neg_infinity(), |&m, &v| m.max(v)),
+            "amin" => x.fold_axis(ax, A::infinity(), |&m, &v| m.min(v)),
+            _ => return None,
+        })
+    };
+    let single = |f: fn(ArrayViewD<'_, A>, Axis) -> ArrayD<A>| {
+        (dims.len() == 1).then(|| f(x.view(), Axis(dims[0])))
+    };
+    match op {
+        // ndarray's var/std take one axis.
+        "var" => single(|x, ax| x.var_axis(ax, A::one())),
+        "std" => single(|x, ax| x.std_axis(ax, A::one())),
+        _ => {
+            let mut acc = one(x.view(), dims[0])?;
+            for &d in &dims[1..] {
+                acc = one(acc.view(), d)?;
+            }
+            Some(acc)
+        }
+    }
+}
+
+/// The case's view of a contiguous ndarray of the base shape.
+fn nd_view<'a, A>(base: &'a ArrayD<A>, case: &Case) -> ArrayViewD<'a, A> {
+    base.view()
+        .permuted_axes(IxDyn(&case.view.axes(case.base_shape.len())))
+}
+
+/// ndarray's time for `op` on `case`; `None` where it has no such op or the
+/// dtype has no fair ndarray baseline (16-bit floats are added in 16 bits
+/// with a software conversion per add: neither fair nor accurate).
+fn nd_time(
+    op: &str,
+    case: &Case,
+    base: &tensor_reduce::Tensor,
+    plan: &Plan,
+) -> tensor_reduce::Result<Option<f64>> {
+    fn time<A: Float + FromPrimitive + tensor_reduce::Element>(
+        op: &str,
+        case: &Case,
+        base: &tensor_reduce::Tensor,
+        plan: &Plan,
+    ) -> tensor_reduce::Result<Option<f64>> {
+        let a = ArrayD::from_shape_vec(IxDyn(&case.base_shape), base.to_vec::<A>()?)
+            .expect("shape matches the data");
+        let v = nd_view(&a, case);
+        let dims = case.dims_wrapped();
+        if nd_reduce(op, v.view(), &dims).is_none() {
+            return Ok(None);
+        }
+        Ok(Some(median(&plan.time(|| {
+            black_box(nd_reduce(op, v.view(), &dims));
+        }))))
+    }
+    match case.dtype {
+        DType::F32 => time::<f32>(op, case, base, plan),
+        DType::F64 => time::<f64>(op, case, base, plan),
+        _ => Ok(None),
+    }
+}
+
+struct Row {
+    case: Case,
+    /// Median µs, when the op applied and the result was right.
+    ours_us: Option<f64>,
+    plain_gbs: Option<f64>,
+    nd_us: Option<f64>,
+    ok: bool,
+    /// Why the op does not apply to this case (torch would refuse it too).
+    skipped: Option<String>,
+    worst_err_over_tol: f64,
+    detail: String,
+}
+
+impl Row {
+    fn new(case: &Case) -> Row {
+        Row {
+            case: case.clone(),
+            ours_us: None,
+            plain_gbs: None,
+            nd_us: None,
+            ok: false,
+            skipped: None,
+            worst_err_over_tol: f64::NAN,
+            detail: String::new(),
+        }
+    }
+}
+
+fn run_case(spec: &OpSpec, case: &Case, plan: &Plan) -> tensor_reduce::Result<Row> {
+    let mut row = Row::new(case);
+    if let Some(why) = ops::not_applicable(spec, case.dims.len(), case.dtype) {
+        row.skipped = Some(why);
+        row.ok = true;
+        return Ok(row);
+    }
+    let call = ops::call(spec.name, &case.dims).expect("main checked the op is wired");
+    let (base, x) = case.make_input()?;
+    let want = expected(case, &base, spec)?;
+    let c = check_output(&want, &call(&x)?)?;
+    drop(want);
+    row.worst_err_over_tol = c.worst_err_over_tol;
+    if !c.ok {
+        row.detail = c.detail;
+        return Ok(row);
+    }
+    row.ours_us = Some(median(&plan.time(|| {
+        black_box(call(&x).expect("checked above"));
+    })));
+    row.nd_us = nd_time(spec.name, case, &base, plan)?;
+    row.ok = true;
+    Ok(row)
+}
+
+fn goal_cell(r: &Row) -> &'static str {
+    let small = r.case.input_bytes < GOAL_MIN_BYTES || r.case.dtype.size_in_bytes() == 8;
+    match r.ours_us {
+        _ if small || r.skipped.is_some() => "–",
+        None => "FAILED",
+        Some(us) if gbs(r.case.input_bytes, us) >= GOAL_GBS => "yes",
+        Some(_) => "**miss**",
+    }
+}
+
+fn cell(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
+    v.map_or("–".into(), f)
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    if let Err(e) = common::reference::self_check() {
+        eprintln!("cpu_reduce: {e}");
+        return ExitCode::FAILURE;
+    }
+    let spec = match ops::lookup(&args.op) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("cpu_reduce: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let sweep = args.cases == common::CaseSet::Sweep;
+    let plan = Plan::new(args.quick, sweep);
+    let cases = args.selected_cases();
+    if args.list {
+        common::print_case_list(&cases);
+        return ExitCode::SUCCESS;
+    }
+    let threads = rayon::current_num_threads();
+    eprintln!(
+        "cpu_reduce: {} over {} {} cases, {threads} threads, {}",
+        spec.name,
+        cases.len(),
+        args.cases.name(),
+        if args.quick { "quick" } else { "full" }
+    );
+
+    let started = Instant::now();
+    let max_bytes = cases
+        .iter()
+        .map(|c| c.input_bytes as usize)
+        .max()
+        .unwrap_or(0);
+    let plain_buf: Vec<f32> = (0..max_bytes.div_ceil(4).max(16))
+        .into_par_iter()
+        .map(|i| (i % 7) as f32 - 3.0)
+        .collect();
+    let mut rows = Vec::new();
+    for case in &cases {
+        let t = Instant::now();
+        let mut row = run_case(spec, case, &plan).unwrap_or_else(|e| Row {
+            detail: e.to_string(),
+            ..Row::new(case)
+        });
+        if row.ours_us.is_some() {
+            let n = (case.input_bytes as usize / 4).clamp(16, plain_buf.len());
+            let us = median(&plan.time(|| {
+                black_box(plain_read(black_box(&plain_buf[..n])));
+            }));
+            row.plain_gbs = Some(gbs(4 * n as u64, us));
+        }
+        let status = match (&row.skipped, row.ok) {
+            (Some(_), _) => "n/a   ",
+            (None, true) => "ok    ",
+            (None, false) => "FAILED",
+        };
+        eprintln!(
+            "  {:<30} {status}  ours {:>10}  ndarray {:>10}  ({:.1} s)",
+            case.name,
+            cell(row.ours_us, |u| format!("{u:.1} µs")),
+            cell(row.nd_us, |u| format!("{u:.1} µs")),
+            t.elapsed().as_secs_f64()
+        );
+        if !row.ok {
+            eprintln!("    {}", row.detail);
+        }
+        rows.push(row);
+    }
+
+    println!();
+    println!(
+        "op `{}`, {} cases; plain read: a multithreaded read of the same number of bytes in the same run \
+         (small inputs are read from cache by both, so compare a case with it, not with DRAM speed)",
+        spec.name,
+        args.cases.name()
+    );
+    println!();
+    println!("| case | dtype | input MB | ours µs | ours GB/s | plain read GB/s | % of plain read | ndarray µs | ours/ndarray (speed) | ≥ {GOAL_GBS} GB/s goal |");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---|");
+    let mut speedups = Vec::new();
+    let mut pcts = Vec::new();
+    for r in &rows {
+        let b = r.case.input_bytes;
+        let ours = match (&r.skipped, r.ours_us) {
+            (Some(_), _) => "n/a".to_string(),
+            (None, Some(u)) => format!("{u:.1}"),
+            (None, None) => "FAILED".to_string(),
+        };
+        let pct = r
+            .ours_us
+            .zip(r.plain_gbs)
+            .map(|(u, p)| 100.0 * gbs(b, u) / p);
+        let speedup = r.ours_us.zip(r.nd_us).map(|(o, n)| n / o);
+        speedups.extend(speedup);
+        pcts.extend(pct);
+        println!(
+            "| {} | {} | {:.1} | {ours} | {} | {} | {} | {} | {} | {} |",
+            r.case.name,
+            r.case.dtype.name(),
+            b as f64 / 1e6,
+            cell(r.ours_us, |u| format!("{:.1}", gbs(b, u))),
+            cell(r.plain_gbs, |g| format!("{g:.1}")),
+            cell(pct, |p| format!("{p:.0}%")),
+            cell(r.nd_us, |u| format!("{u:.1}")),
+            cell(speedup, |s| format!("{s:.2}×")),
+            goal_cell(r)
+        );
+    }
+    println!(
+        "| **geometric mean** | | | | | | {} | | {} | |",
+        cell(geomean(&pcts), |p| format!("{p:.0}%")),
+        cell(geomean(&speedups), |s| format!(
+            "{s:.2}× ({} cases)",
+            speedups.len()
+        )),
+    );
+    let failed: Vec<&str> = rows
+        .iter()
+        .filter(|r| !r.ok)
+        .map(|r| r.case.name.as_str())
+        .collect();
+    let misses: Vec<&str> = rows
+        .iter()
+        .filter(|r| goal_cell(r) == "**miss**")
+        .map(|r| r.case.name.as_str())
+        .collect();
+    println!();
+    println!(
+        "threads: {threads}; total {:.1} s; goal misses: {misses:?}; failed: {failed:?}",
+        started.elapsed().as_secs_f64()
+    );
+
+    if let Some(path) = &args.json {
+        let doc = json!({
+            "benchmark": "cpu_reduce",
+            "op": spec.name,
+            "case_set": args.cases.name(),
+            "commit": common::git_commit(),
+            "threads": threads,
+            "date_unix": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+            "quick": args.quick,
+            "protocol": {
+                "warmup": plan.warmup,
+                "min_runs": plan.min_runs,
+                "max_runs": plan.max_runs,
+                "budget_ms": plan.budget.as_millis() as u64,
+            },
+            "goal_gbs": GOAL_GBS,
+            "cases": rows.iter().map(|r| json!({
+                "name": r.case.name,
+                "dtype": r.case.dtype.name(),
+                "base_shape": r.case.base_shape,
+                "view": r.case.view_name,
+                "dims": r.case.dims,
+                "input_bytes": r.case.input_bytes,
+                "our_us": r.ours_us,
+                "gbs": r.ours_us.map(|u| gbs(r.case.input_bytes, u)),
+                "plain_read_gbs": r.plain_gbs,
+                "ndarray_us": r.nd_us,
+                "ok": r.ok,
+                "skipped": r.skipped,
+                "worst_err_over_tol": r.worst_err_over_tol.is_finite().then_some(r.worst_err_over_tol),
+                "detail": r.detail,
+            })).collect::<Vec<_>>(),
+        });
+        if let Err(e) = std::fs::write(
+            path,
+            serde_json::to_string_pretty(&doc).expect("plain JSON values serialise"),
+        ) {
+            eprintln!("cannot write {path}: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    if failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

@@ -1,0 +1,213 @@
+"""Shared by scripts/compare_gpu.py and scripts/compare_cpu.py: the case
+lists, views, each op's torch and CuPy call, running our bench, and table
+helpers. Mirrors benches/common (the Rust side) where both must agree."""
+
+import json
+import math
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SEED = 0x5EED
+DASH = "–"
+# As benches/common: inputs this large are read from DRAM even when reused.
+DRAM_BYTES = 128 << 20
+# As benches/common: integer inputs are drawn from [-1000, 1000).
+INT_RANGE = (-1000, 1000)
+ESIZE = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i32": 4, "i64": 8, "u8": 1, "bool": 1}
+CASE_SETS = ("suite", "sweep")
+OPS = ("sum", "mean", "prod", "nansum", "amax", "amin", "any", "all",
+       "argmax", "argmin", "max_dim", "var", "std", "norm", "logsumexp")
+
+
+def load_cases(case_set, quick=False, filters=()):
+    """The cases of benches/<case_set>.json; `quick` takes the sweep's small
+    shapes, as the Rust benches' --quick does."""
+    with open(ROOT / "benches" / f"{case_set}.json") as f:
+        cases = json.load(f)["cases"]
+    out = []
+    for c in cases:
+        c = dict(c)
+        c.setdefault("rotate", 1)
+        if quick and "quick_base_shape" in c:
+            c["base_shape"] = c["quick_base_shape"]
+            c["input_bytes"] = math.prod(c["base_shape"]) * ESIZE[c["dtype"]]
+        if not filters or any(s in c["name"] for s in filters):
+            out.append(c)
+    return out
+
+
+def reads_from(case):
+    """Where a repeated call reads its input from (as Case::reads_from)."""
+    if case.get("rotate", 1) > 1:
+        return f"DRAM ({case['rotate']} copies)"
+    return "DRAM" if case["input_bytes"] >= DRAM_BYTES else "L2-warm"
+
+
+def parse_view(view):
+    """('none'|'transpose'|'permute', args) from the case's view string."""
+    import re
+
+    if view == "none":
+        return ("none", ())
+    m = re.fullmatch(r"(transpose|permute)\(([-\d,\s]+)\)", view)
+    if not m:
+        raise ValueError(f"unknown view {view!r}")
+    return (m.group(1), tuple(int(v) for v in m.group(2).split(",")))
+
+
+def torch_view(x, view):
+    kind, args = parse_view(view)
+    if kind == "transpose":
+        return x.transpose(*args)
+    if kind == "permute":
+        return x.permute(*args)
+    return x
+
+
+def cupy_view(x, view):
+    kind, args = parse_view(view)
+    if kind == "transpose":
+        return x.swapaxes(*args)
+    if kind == "permute":
+        return x.transpose(args)
+    return x
+
+
+def torch_dtype(name):
+    import torch
+
+    return {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "f64": torch.float64,
+            "i32": torch.int32, "i64": torch.int64}[name]
+
+
+def torch_input(case, device, gen):
+    """The case's base tensor for torch: seeded randn, or integers in
+    INT_RANGE for integer dtypes (the data differ from ours; the work does not)."""
+    import torch
+
+    gen.manual_seed(SEED)
+    dt = torch_dtype(case["dtype"])
+    if dt.is_floating_point:
+        return torch.randn(case["base_shape"], dtype=dt, device=device, generator=gen)
+    return torch.randint(*INT_RANGE, case["base_shape"], dtype=dt, device=device, generator=gen)
+
+
+class NotApplicable(Exception):
+    """The peer has no such call for this case (e.g. a one-dim op, several dims)."""
+
+
+def one_dim(dims):
+    if len(dims) != 1:
+        raise NotApplicable(f"takes one dim, the case reduces {len(dims)}")
+    return dims[0]
+
+
+def torch_call(op):
+    """fn(x, dims) calling torch's version of `op`."""
+    import torch
+
+    return {
+        "sum": lambda x, d: torch.sum(x, dim=d),
+        "mean": lambda x, d: torch.mean(x, dim=d),
+        # torch.prod takes one dim.
+        "prod": lambda x, d: torch.prod(x, dim=one_dim(d)),
+        "nansum": lambda x, d: torch.nansum(x, dim=d),
+        "amax": lambda x, d: torch.amax(x, dim=d),
+        "amin": lambda x, d: torch.amin(x, dim=d),
+        "any": lambda x, d: torch.any(x, dim=d),
+        "all": lambda x, d: torch.all(x, dim=d),
+        "argmax": lambda x, d: torch.argmax(x, dim=one_dim(d)),
+        "argmin": lambda x, d: torch.argmin(x, dim=one_dim(d)),
+        "max_dim": lambda x, d: torch.max(x, dim=one_dim(d)),
+        "var": lambda x, d: torch.var(x, d, correction=1),
+        "std": lambda x, d: torch.std(x, d, correction=1),
+        "norm": lambda x, d: torch.linalg.vector_norm(x, 2, d),
+        "logsumexp": lambda x, d: torch.logsumexp(x, d),
+    }[op]
+
+
+# Ops CuPy routes through CUB under CUPY_ACCELERATORS=cub (when the reduced
+# axes are contiguous in memory; otherwise it falls back to its own kernel).
+CUB_OPS = {"sum", "prod", "amax", "amin", "argmax", "argmin"}
+# Ops CuPy has at all.
+CUPY_OPS = CUB_OPS | {"mean", "nansum", "any", "all", "var", "std"}
+
+
+def cupy_call(op):
+    """fn(x, dims) calling CuPy's version of `op`, or None where CuPy has
+    none (max_dim, norm over arbitrary dims, logsumexp)."""
+    if op not in CUPY_OPS:
+        return None
+    import cupy as cp
+
+    return {
+        "sum": lambda x, d: cp.sum(x, axis=d),
+        "mean": lambda x, d: cp.mean(x, axis=d),
+        "prod": lambda x, d: cp.prod(x, axis=d),
+        "nansum": lambda x, d: cp.nansum(x, axis=d),
+        "amax": lambda x, d: cp.max(x, axis=d),
+        "amin": lambda x, d: cp.min(x, axis=d),
+        "any": lambda x, d: cp.any(x, axis=d),
+        "all": lambda x, d: cp.all(x, axis=d),
+        "argmax": lambda x, d: cp.argmax(x, axis=one_dim(d)),
+        "argmin": lambda x, d: cp.argmin(x, axis=one_dim(d)),
+        "var": lambda x, d: cp.var(x, axis=d, ddof=1),
+        "std": lambda x, d: cp.std(x, axis=d, ddof=1),
+    }[op]
+
+
+def staged_or_cargo(bench):
+    """Our bench: the binary staged by scripts/gpu-bundle.sh when there is one,
+    else cargo bench."""
+    staged = sorted((ROOT / ".gpu" / "bin").glob(f"bench-{bench}-*"))
+    if staged:
+        return [str(staged[0])]
+    return ["cargo", "bench", "--bench", bench, "--"]
+
+
+def run_ours(spec, bench, json_path, extra, env=None):
+    """Runs `spec` (or the staged/cargo bench for `auto`) with `--json` and the
+    extra arguments; returns its exit status."""
+    cmd = (staged_or_cargo(bench) if spec == "auto" else shlex.split(spec))
+    cmd += ["--json", str(Path(json_path).resolve())] + list(extra)
+    print(f"running: {shlex.join(cmd)}", file=sys.stderr)
+    return subprocess.run(cmd, cwd=ROOT, env=env or dict(os.environ)).returncode
+
+
+def load_ours(path):
+    if path and Path(path).exists():
+        with open(path) as f:
+            return json.load(f)
+    if path:
+        print(f"no results at {path}; the ours column stays empty", file=sys.stderr)
+    return None
+
+
+def fmt(v, spec=".1f", suffix=""):
+    return DASH if v is None else f"{v:{spec}}{suffix}"
+
+
+def geomean(values):
+    values = [v for v in values if v is not None and v > 0]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def geomean_cells(cols, keep, total):
+    """Geometric mean per column over the rows where `keep` holds, so the
+    columns compare like with like; a column with fewer rows says so."""
+    cells = {}
+    for k, vals in cols.items():
+        kept = [v for v, ok in zip(vals, keep) if ok and v is not None]
+        g = geomean(kept)
+        cells[k] = (g, len(kept), total)
+    return cells
+
+
+def gcell(cells, k, spec=".1f", suffix=""):
+    g, n, total = cells[k]
+    more = f" ({n} cases)" if 0 < n < total else ""
+    return fmt(g, spec, suffix) + more

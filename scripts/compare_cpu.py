@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""Side-by-side CPU table: one op of our CPU backend (benches/cpu_reduce.rs
+JSON) against torch on the CPU, over the suite or the sweep, on the same
+machine with the same number of threads.
+
+Protocol, identical for both sides and read from our bench's JSON: wall clock
+around each call (allocating and freeing the result included), `warmup`
+untimed calls, then calls until `min_runs` are done and either `max_runs` are
+done or `budget_ms` has passed; the median. torch runs with
+torch.set_num_threads(threads of our bench: rayon's pool, every core).
+
+Usage (torch installed; on the GPU machine's host, from the repo root):
+
+    python3 scripts/compare_cpu.py --run-ours auto --op sum --cases sweep --ours cpu.json --out cpu_table.md
+
+`--run-ours CMD` runs `CMD --json OURS --op OP --cases SET` first (omit it
+to merge an existing JSON); `auto` is the bench binary staged by the GPU
+bundle (.gpu/bin/bench-cpu_reduce-*) when there is one, else
+`cargo bench --bench cpu_reduce --`. `--dry-run` needs no torch: it prints
+the case list and, with `--ours`, the table with an empty torch column.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import sys
+import time
+
+from bench_common import (
+    CASE_SETS, DASH, OPS, NotApplicable, fmt, gcell, geomean_cells, load_cases, load_ours, run_ours,
+    torch_call, torch_input, torch_view,
+)
+
+# benches/cpu_reduce.rs's Plan, for when there is no JSON of ours to read it from.
+DEFAULT_PROTOCOL = {
+    "suite": {"warmup": 2, "min_runs": 5, "max_runs": 201, "budget_ms": 1000},
+    "sweep": {"warmup": 1, "min_runs": 3, "max_runs": 101, "budget_ms": 300},
+    "quick": {"warmup": 1, "min_runs": 3, "max_runs": 3, "budget_ms": 0},
+}
+
+
+def time_us(fn, protocol):
+    """Median µs of `fn` under our CPU bench's protocol."""
+    for _ in range(protocol["warmup"]):
+        fn()
+    times = []
+    start = time.perf_counter()
+    budget = protocol["budget_ms"] / 1e3
+    while len(times) < protocol["min_runs"] or (
+        len(times) < protocol["max_runs"] and time.perf_counter() - start < budget
+    ):
+        t = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t) * 1e6)
+    return statistics.median(times)
+
+
+def measure_torch(cases, op, threads, protocol):
+    import torch
+
+    torch.set_num_threads(threads)
+    call = torch_call(op)
+    gen = torch.Generator()
+    results = {}
+    for case in cases:
+        t0 = time.time()
+        x = torch_view(torch_input(case, "cpu", gen), case["view"])
+        dims = tuple(case["dims"])
+        r = {"torch_us": None, "notes": []}
+        try:
+            r["torch_us"] = time_us(lambda: call(x, dims), protocol)
+        except (NotApplicable, RuntimeError, TypeError) as e:
+            r["notes"].append(str(e))
+        results[case["name"]] = r
+        del x
+        print(f"  {case['name']:<30} torch {fmt(r['torch_us']):>10} µs  ({time.time() - t0:.1f} s) {'; '.join(r['notes'])}",
+              file=sys.stderr)
+    env = {"torch": torch.__version__, "threads": torch.get_num_threads(), "cpu": cpu_name()}
+    return results, env
+
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return DASH
+
+
+def build_table(cases, op, peers, env, ours_doc, protocol, threads):
+    ours_by_name = {c["name"]: c for c in (ours_doc or {}).get("cases", [])}
+    rows, cols = [], {k: [] for k in ("ours", "torch", "nd", "vs_torch", "vs_nd", "pct_plain")}
+    for case in cases:
+        o = ours_by_name.get(case["name"], {})
+        ok = o.get("ok", False)
+        our_us = o.get("our_us") if ok else None
+        torch_us = peers.get(case["name"], {}).get("torch_us")
+        nd_us = o.get("ndarray_us")
+        b = case["input_bytes"]
+        vs_torch = torch_us / our_us if our_us and torch_us else None
+        vs_nd = nd_us / our_us if our_us and nd_us else None
+        plain = o.get("plain_read_gbs")
+        pct_plain = 100.0 * (b / our_us / 1e3) / plain if our_us and plain else None
+        for k, v in zip(cols, (our_us, torch_us, nd_us, vs_torch, vs_nd, pct_plain)):
+            cols[k].append(v)
+        if o.get("skipped"):
+            ours_cell = "n/a"
+        else:
+            ours_cell = fmt(our_us) if ok else ("FAILED" if o else DASH)
+        gb = lambda us: fmt(b / us / 1e3 if us else None)  # noqa: E731
+        rows.append(
+            f"| {case['name']} | {case['dtype']} | {b / 1e6:.1f} | {ours_cell} | {gb(our_us)} | {fmt(plain)} | "
+            f"{fmt(pct_plain, '.0f', '%')} | {fmt(torch_us)} | {gb(torch_us)} | {fmt(nd_us)} | "
+            f"{fmt(vs_torch, '.2f', '×')} | {fmt(vs_nd, '.2f', '×')} |"
+        )
+    g = geomean_cells(cols, [v is not None for v in cols["ours"]], len(cases))
+    out = [
+        f"Op `{op}`. CPU: {env.get('cpu', DASH)}; {threads} threads on both sides; torch {env.get('torch', DASH)}",
+        f"tensor-reduce commit {(ours_doc or {}).get('commit') or DASH}. Protocol (both sides): wall clock per call, "
+        f"{protocol['warmup']} warm-up, then at least {protocol['min_runs']} and at most {protocol['max_runs']} calls "
+        f"within {protocol['budget_ms']} ms; the median. plain read: a multithreaded read of the same number of bytes in "
+        "the same run (small inputs may sit in cache for every column). ours vs X = X µs / ours µs; > 1 means we are faster.",
+        "",
+        "| case | dtype | input MB | ours µs | ours GB/s | plain read GB/s | % of plain read | torch µs | torch GB/s "
+        "| ndarray µs | ours vs torch | ours vs ndarray |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        *rows,
+        f"| **geometric mean** | | | {gcell(g, 'ours')} | | | {gcell(g, 'pct_plain', '.0f', '%')} | {gcell(g, 'torch')} | "
+        f"| {gcell(g, 'nd')} | {gcell(g, 'vs_torch', '.2f', '×')} | {gcell(g, 'vs_nd', '.2f', '×')} |",
+    ]
+    return "\n".join(out) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--op", default="sum", choices=OPS)
+    ap.add_argument("--cases", dest="case_set", default="suite", choices=CASE_SETS)
+    ap.add_argument("--quick", action="store_true", help="the sweep's small shapes and 1 warm-up + 3 runs, on both sides")
+    ap.add_argument("--ours", help="JSON written by `cpu_reduce --json` (merged into the table)")
+    ap.add_argument("--run-ours", metavar="CMD", help="run `CMD --json OURS --op OP --cases SET` first; `auto`: the bundle's staged bench, else cargo bench")
+    ap.add_argument("--threads", type=int, help="torch threads (default: our bench's, else every core)")
+    ap.add_argument("--out", help="also write the markdown table to this file")
+    ap.add_argument("--peers-json", help="also write torch's raw numbers to this file")
+    ap.add_argument("--dry-run", action="store_true", help="no torch: print the cases (and the merged table with --ours)")
+    ap.add_argument("filters", nargs="*", help="substrings of case names (all when empty)")
+    args = ap.parse_args()
+
+    cases = load_cases(args.case_set, args.quick, args.filters)
+    status = 0
+    if args.run_ours:
+        if not args.ours:
+            ap.error("--run-ours needs --ours PATH")
+        extra = ["--op", args.op, "--cases", args.case_set] + (["--quick"] if args.quick else []) + args.filters
+        rc = run_ours(args.run_ours, "cpu_reduce", args.ours, extra)
+        if rc != 0:
+            print(f"our benchmark exited with {rc}; merging what it wrote", file=sys.stderr)
+            status = 1
+    ours_doc = load_ours(args.ours)
+    if args.ours and (ours_doc is None or any(not c.get("ok") for c in ours_doc.get("cases", []))):
+        status = 1
+
+    protocol = (ours_doc or {}).get("protocol") or DEFAULT_PROTOCOL["quick" if args.quick else args.case_set]
+    threads = args.threads or (ours_doc or {}).get("threads") or os.cpu_count()
+    if args.dry_run:
+        for c in cases:
+            print(f"{c['name']:<30} {c['dtype']:>5} {c['input_bytes']:>12} {c['view']:<18} dims {c['dims']}")
+        peers, env = {}, {"cpu": cpu_name()}
+    else:
+        print(f"torch: {args.op} over {len(cases)} {args.case_set} cases, {threads} threads, protocol {protocol}", file=sys.stderr)
+        peers, env = measure_torch(cases, args.op, threads, protocol)
+        if args.peers_json:
+            with open(args.peers_json, "w") as f:
+                json.dump({"date": datetime.date.today().isoformat(), "op": args.op, "case_set": args.case_set,
+                           "env": env, "protocol": protocol, "cases": peers}, f, indent=1)
+
+    table = build_table(cases, args.op, peers, env, ours_doc, protocol, threads)
+    print(table)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(table)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
