@@ -195,6 +195,7 @@ cat >"$dest/bench.sh" <<'BENCH'
 # when a result of ours failed its check.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+[ -d "$here/bin" ] || tar -C "$here" -xJf "$here/bin.tar.xz"
 backend=${1:?usage: bench.sh gpu|cpu [suite|sweep] [OP] [ARGS...]}
 set_=${2:-suite}
 op=${3:-sum}
