@@ -31,7 +31,11 @@ fn fnv1a64(bytes: &[u8], mut hash: u64) -> u64 {
 fn main() {
     println!("cargo:rerun-if-changed=kernels");
     println!("cargo:rerun-if-env-changed=CUDA_ARCHS");
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+    // Read at run time: `env!` would bake in the path of whichever checkout
+    // first compiled this build script, and checkouts sharing a target dir
+    // reuse that binary.
+    let manifest_dir = env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let dir = Path::new(&manifest_dir).join("kernels");
     let mut hash = 0xcbf2_9ce4_8422_2325u64;
     let mut out = String::from("/// The kernel sources, in concatenation order.\npub(crate) const KERNEL_SOURCES: &[(&str, &str)] = &[\n");
     for name in KERNELS {

@@ -27,9 +27,27 @@ pub enum Error {
         given: usize,
     },
 
-    /// A shape whose element count does not fit in memory addressing.
-    #[error("shape {shape:?} has more elements than fit in usize")]
+    /// A shape whose element or byte count (empty dims counted as 1, as
+    /// their strides still are) does not fit in memory addressing
+    /// (`isize::MAX` bytes).
+    #[error("shape {shape:?} has more elements or bytes than memory can address")]
     ShapeOverflow { shape: Vec<usize> },
+
+    /// A view whose strides or byte extent do not fit in memory addressing:
+    /// some stride in bytes, or the offset of its last element in bytes,
+    /// exceeds `isize::MAX`.
+    #[error("view with shape {shape:?}, strides {strides:?} and offset {offset} reaches beyond the addressable range of {element_size}-byte elements")]
+    LayoutOverflow {
+        shape: Vec<usize>,
+        strides: Vec<isize>,
+        offset: usize,
+        element_size: usize,
+    },
+
+    /// The host allocator refused an allocation (a result or copy too
+    /// large for this machine's memory).
+    #[error("out of host memory while allocating {bytes} bytes")]
+    OutOfMemory { bytes: usize },
 
     /// Read back or wrote a tensor as the wrong element type.
     #[error("tensor has dtype {actual:?} but {requested:?} was requested")]

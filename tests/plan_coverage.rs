@@ -140,7 +140,7 @@ fn plan_layout(l: &Layout, dtype: DType, props: &DeviceProps) -> ReducePlan {
         dtype.size_in_bytes(),
         out.size_in_bytes(),
         &l.mask,
-    );
+    ).unwrap();
     ReducePlan::new(&it, dtype, out, props).expect("plans")
 }
 
@@ -194,7 +194,7 @@ proptest! {
             ([reduced, kept], [kept as isize, 1], [true, false])
         };
         let out = dtype.sum_result();
-        let it = TensorIterator::reduction(&shape, &strides, offset, dtype.size_in_bytes(), out.size_in_bytes(), &mask);
+        let it = TensorIterator::reduction(&shape, &strides, offset, dtype.size_in_bytes(), out.size_in_bytes(), &mask).unwrap();
         let plan = ReducePlan::new(&it, dtype, out, &props).unwrap();
         if let Err(e) = check_plan(&plan) {
             return Err(TestCaseError::fail(format!("{e}\nplan: {:#?}", plan.launches[0].config)));
@@ -205,19 +205,19 @@ proptest! {
 #[test]
 fn the_global_reduce_generator_reaches_the_cta_split() {
     // Guard against the strategy above silently never splitting.
-    let it = TensorIterator::reduction(&[2, 131_075], &[131_075, 1], 3, 4, 4, &[false, true]);
+    let it = TensorIterator::reduction(&[2, 131_075], &[131_075, 1], 3, 4, 4, &[false, true]).unwrap();
     let plan = ReducePlan::new(&it, DType::F32, DType::F32, &DeviceProps::h200()).unwrap();
     let c = plan.launches[0].config;
     assert!(c.should_global_reduce() && c.vectorize_input && c.should_block_x_reduce());
     assert_eq!(check_plan(&plan), Ok(2 * 131_075));
     // Vectorized rows whose warps split the input, starting mid-vector: the
     // head and tail must be reduced by warp 0 only.
-    let it = TensorIterator::reduction(&[4, 16_384], &[16_384, 1], 1, 4, 4, &[false, true]);
+    let it = TensorIterator::reduction(&[4, 16_384], &[16_384, 1], 1, 4, 4, &[false, true]).unwrap();
     let plan = ReducePlan::new(&it, DType::F32, DType::F32, &DeviceProps::h200()).unwrap();
     let c = plan.launches[0].config;
     assert!(c.vectorize_input && c.should_block_y_reduce() && !c.should_global_reduce());
     assert_eq!(check_plan(&plan), Ok(4 * 16_384));
-    let it = TensorIterator::reduction(&[8192, 32], &[32, 1], 1, 4, 4, &[true, false]);
+    let it = TensorIterator::reduction(&[8192, 32], &[32, 1], 1, 4, 4, &[true, false]).unwrap();
     let plan = ReducePlan::new(&it, DType::F32, DType::F32, &DeviceProps::h200()).unwrap();
     let c = plan.launches[0].config;
     assert!(c.should_global_reduce() && !c.should_block_x_reduce());
@@ -233,7 +233,7 @@ fn split_launches_cover_the_whole_iterator_once() {
         (vec![3, 5], vec![big, 1], vec![true, false]),
         (vec![4, 3, 2], vec![1, big, 3], vec![true, true, false]),
     ] {
-        let it = TensorIterator::reduction(&shape, &strides, 0, 2, 2, &mask);
+        let it = TensorIterator::reduction(&shape, &strides, 0, 2, 2, &mask).unwrap();
         let plan = ReducePlan::new(&it, DType::F16, DType::F16, &DeviceProps::h200()).unwrap();
         assert!(
             plan.launches.len() > 1,

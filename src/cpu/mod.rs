@@ -19,7 +19,7 @@
 mod accumulate;
 
 use crate::iter::TensorIterator;
-use crate::tensor::storage::{CpuStorage, Storage};
+use crate::tensor::storage::{try_vec, CpuStorage, Storage};
 use crate::{with_dtype, DType, Error, Result, Tensor};
 use accumulate::{Acc, CpuElement};
 use rayon::prelude::*;
@@ -48,9 +48,9 @@ pub(crate) fn sum(input: &Tensor, iter: &TensorIterator, out_dtype: DType) -> Re
         });
     };
     let out = with_dtype!(input.dtype(), T => match out_dtype.accumulator() {
-        DType::F32 => finish::<f32>(reduce::<T, f32>(storage.as_slice::<T>(), iter), out_dtype),
-        DType::F64 => finish::<f64>(reduce::<T, f64>(storage.as_slice::<T>(), iter), out_dtype),
-        _ => finish::<i64>(reduce::<T, i64>(storage.as_slice::<T>(), iter), out_dtype),
+        DType::F32 => finish::<f32>(reduce::<T, f32>(storage.as_slice::<T>(), iter)?, out_dtype)?,
+        DType::F64 => finish::<f64>(reduce::<T, f64>(storage.as_slice::<T>(), iter)?, out_dtype)?,
+        _ => finish::<i64>(reduce::<T, i64>(storage.as_slice::<T>(), iter)?, out_dtype)?,
     });
     let n = out.len();
     Ok(Tensor::from_storage(
@@ -61,8 +61,16 @@ pub(crate) fn sum(input: &Tensor, iter: &TensorIterator, out_dtype: DType) -> Re
 }
 
 /// Casts accumulated values to the output dtype (torch's `project`).
-fn finish<A: Acc>(acc: Vec<A>, out_dtype: DType) -> CpuStorage {
-    with_dtype!(out_dtype, O => CpuStorage::from_vec::<O>(acc.into_par_iter().with_min_len(4096).map(A::cast::<O>).collect()))
+fn finish<A: Acc>(acc: Vec<A>, out_dtype: DType) -> Result<CpuStorage> {
+    with_dtype!(out_dtype, O => {
+        let mut out = CpuStorage::zeroed(out_dtype, acc.len())?;
+        out.as_mut_slice::<O>()
+            .par_iter_mut()
+            .with_min_len(4096)
+            .zip(acc.par_iter())
+            .for_each(|(o, &a)| *o = A::cast::<O>(a));
+        Ok(out)
+    })
 }
 
 /// The iterator in element units, split into its reduced and output parts.
@@ -127,7 +135,7 @@ impl Layout {
     }
 }
 
-fn reduce<T: CpuElement, A: Acc>(data: &[T], iter: &TensorIterator) -> Vec<A> {
+fn reduce<T: CpuElement, A: Acc>(data: &[T], iter: &TensorIterator) -> Result<Vec<A>> {
     let layout = Layout::new(iter);
     if layout.is_outer() {
         reduce_outer(data, &layout)
@@ -136,9 +144,9 @@ fn reduce<T: CpuElement, A: Acc>(data: &[T], iter: &TensorIterator) -> Vec<A> {
     }
 }
 
-fn reduce_inner<T: CpuElement, A: Acc>(data: &[T], l: &Layout) -> Vec<A> {
+fn reduce_inner<T: CpuElement, A: Acc>(data: &[T], l: &Layout) -> Result<Vec<A>> {
     let grain = (PARALLEL_GRAIN / l.num_inputs.max(1)).max(1);
-    let mut out = vec![A::ZERO; l.num_outputs];
+    let mut out = try_vec(A::ZERO, l.num_outputs)?;
     // Outputs in blocks of `grain`, each block walking its outputs with a
     // running offset: with many short rows, a division per output dim per
     // output would cost more than the row itself.
@@ -158,7 +166,7 @@ fn reduce_inner<T: CpuElement, A: Acc>(data: &[T], l: &Layout) -> Vec<A> {
                 cursor.advance();
             }
         });
-    out
+    Ok(out)
 }
 
 /// A position in a dim list's index space and its input offset, advanced
@@ -251,9 +259,9 @@ fn inner_tree<T: CpuElement, A: Acc>(
     a.add(b)
 }
 
-fn reduce_outer<T: CpuElement, A: Acc>(data: &[T], l: &Layout) -> Vec<A> {
+fn reduce_outer<T: CpuElement, A: Acc>(data: &[T], l: &Layout) -> Result<Vec<A>> {
     let width = l.output[0].0;
-    let mut out = vec![A::ZERO; l.num_outputs];
+    let mut out = try_vec(A::ZERO, l.num_outputs)?;
     out.par_chunks_mut(width)
         .enumerate()
         .for_each(|(row, out_row)| {
@@ -265,7 +273,7 @@ fn reduce_outer<T: CpuElement, A: Acc>(data: &[T], l: &Layout) -> Vec<A> {
                     outer_tree::<T, A>(data, base + t * TILE, &l.reduce, 0, l.num_inputs, out_tile);
                 });
         });
-    out
+    Ok(out)
 }
 
 /// Pairwise sum, over reduce indices `lo..hi`, of input rows of `acc.len()`

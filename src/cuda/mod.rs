@@ -7,7 +7,7 @@
 
 mod kernel;
 mod nvrtc;
-mod params;
+pub(crate) mod params;
 mod reduce;
 mod storage;
 

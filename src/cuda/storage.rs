@@ -1,7 +1,7 @@
 //! Device memory behind a CUDA tensor.
 
 use super::{context, driver_error};
-use crate::tensor::storage::CpuStorage;
+use crate::tensor::storage::{byte_len, try_vec, CpuStorage};
 use crate::{DType, Result};
 use cudarc::driver::{CudaSlice, CudaStream};
 use std::sync::Arc;
@@ -59,7 +59,7 @@ impl CudaStorage {
 
     fn alloc(ordinal: usize, dtype: DType, len: usize, zeroed: bool) -> Result<Self> {
         let stream = context(ordinal)?.default_stream();
-        let bytes = (len * dtype.size_in_bytes()).max(1);
+        let bytes = byte_len(dtype, len)?.max(1);
         let buf = if zeroed {
             stream.alloc_zeros::<u8>(bytes)
         } else {
@@ -77,13 +77,14 @@ impl CudaStorage {
         })
     }
 
-    /// Copies the whole buffer back to host memory.
-    pub(crate) fn download(&self) -> Result<CpuStorage> {
-        let bytes = self.len * self.dtype.size_in_bytes();
-        let host = self
-            .stream
-            .clone_dtoh(&self.buf.slice(0..bytes))
-            .map_err(|e| driver_error(self.ordinal, bytes, "copy to host", e))?;
+    /// Copies elements `lo..hi` back to host memory, into a host buffer
+    /// allocated fallibly (a device buffer can be larger than host memory).
+    pub(crate) fn download(&self, lo: usize, hi: usize) -> Result<CpuStorage> {
+        let (lo, hi) = (byte_len(self.dtype, lo)?, byte_len(self.dtype, hi)?);
+        let mut host = try_vec(0u8, hi - lo)?;
+        self.stream
+            .memcpy_dtoh(&self.buf.slice(lo..hi), &mut host)
+            .map_err(|e| driver_error(self.ordinal, hi - lo, "copy to host", e))?;
         CpuStorage::from_bytes(self.dtype, &host)
     }
 }

@@ -94,7 +94,7 @@ impl Tensor {
         if self.numel() == 0 {
             return Tensor::zeros(&r.out_shape, r.out_dtype, self.device());
         }
-        let iter = TensorIterator::reduce_op(self, &r.mask, r.out_dtype);
+        let iter = TensorIterator::reduce_op(self, &r.mask, r.out_dtype)?;
         let flat = match self.device() {
             Device::Cpu => cpu::sum(self, &iter, r.out_dtype)?,
             Device::Cuda(_) => cuda::sum(self, &iter, r.out_dtype)?,
@@ -122,7 +122,7 @@ impl Tensor {
         props: &DeviceProps,
     ) -> Result<ReducePlan> {
         let r = resolve(self, dims, keepdim, self.dtype().sum_result())?;
-        let iter = TensorIterator::reduce_op(self, &r.mask, r.out_dtype);
+        let iter = TensorIterator::reduce_op(self, &r.mask, r.out_dtype)?;
         ReducePlan::new(&iter, self.dtype(), r.out_dtype, props)
     }
 }

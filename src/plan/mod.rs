@@ -297,7 +297,7 @@ impl ReducePlan {
     /// ```
     /// use tensor_reduce::{iter::TensorIterator, plan::{DeviceProps, ReducePlan}, DType};
     /// // x = [2^25] f32, x.sum(): one launch, 528 CTAs sharing the output.
-    /// let it = TensorIterator::reduction(&[1 << 25], &[1], 0, 4, 4, &[true]);
+    /// let it = TensorIterator::reduction(&[1 << 25], &[1], 0, 4, 4, &[true])?;
     /// let plan = ReducePlan::new(&it, DType::F32, DType::F32, &DeviceProps::h200())?;
     /// let launch = &plan.launches[0];
     /// assert_eq!((launch.grid, launch.block), ([1, 528, 1], [512, 1, 1]));
@@ -313,6 +313,7 @@ impl ReducePlan {
         props.validate()?;
         check_element_size(iter, TensorIterator::INPUT, "input", input_dtype)?;
         check_element_size(iter, TensorIterator::OUTPUT, "output", output_dtype)?;
+        crate::cuda::params::check_kernel_dims(iter.ndim())?;
         let kernel = KernelTypes::for_sum(input_dtype, output_dtype);
         let mut plan = ReducePlan {
             iter: iter.clone(),

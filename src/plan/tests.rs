@@ -26,7 +26,7 @@ fn plan(
         dtype.size_in_bytes(),
         out.size_in_bytes(),
         &mask,
-    );
+    ).unwrap();
     ReducePlan::new(&it, dtype, out, &DeviceProps::h200()).unwrap()
 }
 
@@ -322,7 +322,7 @@ fn staging_is_sized_to_the_slots_the_kernel_addresses() {
 
 #[test]
 fn bad_arguments_are_errors_not_panics() {
-    let it = TensorIterator::reduction(&[4, 4], &[4, 1], 0, 4, 4, &[false, true]);
+    let it = TensorIterator::reduction(&[4, 4], &[4, 1], 0, 4, 4, &[false, true]).unwrap();
     assert!(ReducePlan::new(&it, DType::F64, DType::F64, &DeviceProps::h200()).is_err());
     assert!(ReducePlan::new(&it, DType::F32, DType::F16, &DeviceProps::h200()).is_err());
     for bad in [
@@ -349,7 +349,7 @@ fn bad_arguments_are_errors_not_panics() {
         ));
     }
     // A stride so large that every 32-bit piece holds one element.
-    let it = TensorIterator::reduction(&[1 << 20], &[1 << 31], 0, 4, 4, &[true]);
+    let it = TensorIterator::reduction(&[1 << 20], &[1 << 31], 0, 4, 4, &[true]).unwrap();
     assert!(matches!(
         ReducePlan::new(&it, DType::F32, DType::F32, &DeviceProps::h200()),
         Err(Error::Unsupported(_))
@@ -362,7 +362,7 @@ fn a_tiny_device_changes_only_the_cta_split() {
         sm_count: 2,
         ..DeviceProps::h200()
     };
-    let it = TensorIterator::reduction(&[1 << 25], &[1], 0, 4, 4, &[true]);
+    let it = TensorIterator::reduction(&[1 << 25], &[1], 0, 4, 4, &[true]).unwrap();
     let p = ReducePlan::new(&it, DType::F32, DType::F32, &tiny).unwrap();
     // target 2 * 4 = 8; ctas = max(min(8, 4096), 256) = 256.
     assert_eq!(only(&p).grid, [1, 256, 1]);
