@@ -227,7 +227,10 @@ impl TensorIterator {
     pub fn get_dim_to_split(&self) -> usize {
         let mut best: Option<(i64, usize)> = None;
         for d in (0..self.ndim()).rev() {
-            if self.shape[d] == 0 {
+            // PyTorch skips only empty dims; when a broadcast dim (stride 0
+            // everywhere) holds most elements, every extent can be 0 and it
+            // would pick a dim of one element, which cannot be split.
+            if self.shape[d] < 2 {
                 continue;
             }
             for strides in &self.strides {

@@ -144,3 +144,20 @@ fn split_of_an_output_dim_keeps_each_part_final() {
         assert!(p.final_output() && !p.accumulate());
     }
 }
+
+#[test]
+fn a_broadcast_dim_holding_most_elements_gets_split() {
+    // [2^33 broadcast, 3] summed over dim 0: the byte extents fit in 32 bits
+    // but the element count does not. Once the kept dim is split to pieces
+    // of one element, every extent is 0, and only the broadcast dim can be
+    // halved further.
+    let it = It::reduction(&[1 << 33, 3], &[0, 1], 0, 4, 4, &mask(2, &[0])).unwrap();
+    let pieces = it.with_32bit_indexing();
+    assert!(pieces.iter().all(|p| p.can_use_32bit_indexing()));
+    assert_eq!(
+        pieces.iter().map(|p| p.numel()).sum::<usize>(),
+        3 << 33
+    );
+    // Each piece at most 2^31 - 1 elements, and halving gives 2^30.
+    assert!(pieces.iter().all(|p| p.numel() == 1 << 30));
+}
