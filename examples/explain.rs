@@ -218,7 +218,8 @@ fn run(args: &Args) -> Result<(), String> {
         args.dtype.size_in_bytes(),
         out.size_in_bytes(),
         &mask,
-    ).map_err(|e| e.to_string())?;
+    )
+    .map_err(|e| e.to_string())?;
     let plan = ReducePlan::new(&it, args.dtype, out, &args.props).map_err(|e| e.to_string())?;
     let result_shape: Vec<usize> = args
         .shape

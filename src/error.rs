@@ -1,9 +1,11 @@
 //! The crate's one error type.
 //!
 //! Every failure a caller can cause (a bad dim, a wrong length, a dtype
-//! mismatch) or meet (no GPU, out of device memory, a kernel that fails to
-//! compile) is a variant here whose message names what was wrong. Nothing on a
-//! user-reachable path panics.
+//! mismatch, a shape or stride too large to address) or meet (no GPU, out of
+//! host or device memory, a kernel that fails to compile) is a variant here
+//! whose message names what was wrong. Nothing on a user-reachable path
+//! panics or aborts: sizes are computed with checked arithmetic, and host
+//! allocations a shape can make large are fallible.
 
 use crate::{DType, Device};
 

@@ -152,7 +152,10 @@ fn expand_names_the_size_that_cannot_broadcast() {
 fn slice_steps_must_be_positive_and_narrow_must_fit() {
     let x = x234();
     assert!(matches!(x.slice(2, 0, 4, 0), Err(Error::InvalidView(_))));
-    assert!(matches!(x.slice(3, 0, 4, 1), Err(Error::DimOutOfRange { .. })));
+    assert!(matches!(
+        x.slice(3, 0, 4, 1),
+        Err(Error::DimOutOfRange { .. })
+    ));
     assert!(matches!(
         Tensor::scalar(1.0f32).slice(0, 0, 1, 1),
         Err(Error::InvalidView(_))

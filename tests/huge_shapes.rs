@@ -20,10 +20,7 @@ fn iota_f32(device: Device, n: usize) -> Tensor {
 }
 
 fn is_out_of_memory(e: &Error) -> bool {
-    matches!(
-        e,
-        Error::OutOfMemory { .. } | Error::CudaOutOfMemory { .. }
-    )
+    matches!(e, Error::OutOfMemory { .. } | Error::CudaOutOfMemory { .. })
 }
 
 fn zeros_whose_bytes_overflow(device: Device) {
@@ -151,5 +148,8 @@ fn more_dims_than_the_kernel_holds_fail_at_plan_time() {
         .unwrap_err();
     assert!(matches!(e, Error::Unsupported(_)), "{e:?}");
     let msg = e.to_string();
-    assert!(msg.contains("26 dims") && msg.contains("at most 25"), "{msg}");
+    assert!(
+        msg.contains("26 dims") && msg.contains("at most 25"),
+        "{msg}"
+    );
 }

@@ -140,7 +140,8 @@ fn plan_layout(l: &Layout, dtype: DType, props: &DeviceProps) -> ReducePlan {
         dtype.size_in_bytes(),
         out.size_in_bytes(),
         &l.mask,
-    ).unwrap();
+    )
+    .unwrap();
     ReducePlan::new(&it, dtype, out, props).expect("plans")
 }
 
@@ -205,14 +206,16 @@ proptest! {
 #[test]
 fn the_global_reduce_generator_reaches_the_cta_split() {
     // Guard against the strategy above silently never splitting.
-    let it = TensorIterator::reduction(&[2, 131_075], &[131_075, 1], 3, 4, 4, &[false, true]).unwrap();
+    let it =
+        TensorIterator::reduction(&[2, 131_075], &[131_075, 1], 3, 4, 4, &[false, true]).unwrap();
     let plan = ReducePlan::new(&it, DType::F32, DType::F32, &DeviceProps::h200()).unwrap();
     let c = plan.launches[0].config;
     assert!(c.should_global_reduce() && c.vectorize_input && c.should_block_x_reduce());
     assert_eq!(check_plan(&plan), Ok(2 * 131_075));
     // Vectorized rows whose warps split the input, starting mid-vector: the
     // head and tail must be reduced by warp 0 only.
-    let it = TensorIterator::reduction(&[4, 16_384], &[16_384, 1], 1, 4, 4, &[false, true]).unwrap();
+    let it =
+        TensorIterator::reduction(&[4, 16_384], &[16_384, 1], 1, 4, 4, &[false, true]).unwrap();
     let plan = ReducePlan::new(&it, DType::F32, DType::F32, &DeviceProps::h200()).unwrap();
     let c = plan.launches[0].config;
     assert!(c.vectorize_input && c.should_block_y_reduce() && !c.should_global_reduce());

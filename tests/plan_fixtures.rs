@@ -49,7 +49,8 @@ fn plan_for(case: &Value) -> ReducePlan {
         dtype.size_in_bytes(),
         out.size_in_bytes(),
         &mask,
-    ).unwrap();
+    )
+    .unwrap();
     ReducePlan::new(&it, dtype, out, &DeviceProps::h200()).expect("plans")
 }
 

@@ -50,11 +50,14 @@ fn narrow_slice_and_offsets() {
     assert_eq!(x.narrow(0, 4, 0).unwrap().numel(), 0);
 }
 
+/// `slice`'s arguments: dim, start, end, step.
+type Slice = (isize, isize, isize, usize);
+
 #[test]
 fn slice_is_python_slicing() {
     // Expected values are torch's `x[:, a:b:c]` on x = arange(10).reshape(2, 5).
     let x = iota(&[2, 5]);
-    let cases: [((isize, isize, isize, usize), &[usize], &[i64]); 10] = [
+    let cases: [(Slice, &[usize], &[i64]); 10] = [
         ((1, 1, 7, 2), &[2, 2], &[1, 3, 6, 8]),
         ((1, 3, 1, 1), &[2, 0], &[]),
         ((1, 7, 9, 1), &[2, 0], &[]),

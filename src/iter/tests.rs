@@ -67,7 +67,8 @@ fn kept_dims_follow_the_output_order_first() {
         4,
         4,
         &mask(4, &[1, 3]),
-    ).unwrap();
+    )
+    .unwrap();
     // Reduced: view dim 3 (stride 4 B) then view dim 1 (128 B), which are
     // contiguous with each other in memory (32 * 4 == 128) and coalesce.
     // Kept: view dim 2 (out stride 4) then view dim 0 (out stride 512),
@@ -154,10 +155,7 @@ fn a_broadcast_dim_holding_most_elements_gets_split() {
     let it = It::reduction(&[1 << 33, 3], &[0, 1], 0, 4, 4, &mask(2, &[0])).unwrap();
     let pieces = it.with_32bit_indexing();
     assert!(pieces.iter().all(|p| p.can_use_32bit_indexing()));
-    assert_eq!(
-        pieces.iter().map(|p| p.numel()).sum::<usize>(),
-        3 << 33
-    );
+    assert_eq!(pieces.iter().map(|p| p.numel()).sum::<usize>(), 3 << 33);
     // Each piece at most 2^31 - 1 elements, and halving gives 2^30.
     assert!(pieces.iter().all(|p| p.numel() == 1 << 30));
 }

@@ -26,7 +26,8 @@ fn plan(
         dtype.size_in_bytes(),
         out.size_in_bytes(),
         &mask,
-    ).unwrap();
+    )
+    .unwrap();
     ReducePlan::new(&it, dtype, out, &DeviceProps::h200()).unwrap()
 }
 

@@ -71,9 +71,8 @@ pub(crate) fn checked_span(
             .filter(|&b| b <= MAX_BYTES)
     };
     for &s in strides {
-        let s = usize::try_from(s).map_err(|_| {
-            Error::InvalidView(format!("negative stride {s} in {strides:?}"))
-        })?;
+        let s = usize::try_from(s)
+            .map_err(|_| Error::InvalidView(format!("negative stride {s} in {strides:?}")))?;
         bytes(s).ok_or_else(overflow)?;
     }
     bytes(offset).ok_or_else(overflow)?;

@@ -7,9 +7,9 @@ pub(crate) mod storage;
 pub(crate) mod view;
 
 use crate::{DType, Device, Element, Error, Result};
+pub(crate) use layout::{checked_shape, checked_span, contiguous_strides};
 use smallvec::SmallVec;
 use std::sync::Arc;
-pub(crate) use layout::{checked_shape, checked_span, contiguous_strides};
 use storage::{CpuStorage, Storage};
 
 /// Dims stored inline up to this rank; higher ranks spill to the heap.

@@ -273,7 +273,10 @@ impl Tensor {
     /// A tensor of `shape` with the same elements in row-major order: a view
     /// when the strides allow one (torch's `computeStride`), else a copy.
     pub fn reshape(&self, shape: &[usize]) -> Result<Tensor> {
-        let (from_numel, to_numel) = (self.numel(), checked_shape(shape, self.dtype.size_in_bytes())?);
+        let (from_numel, to_numel) = (
+            self.numel(),
+            checked_shape(shape, self.dtype.size_in_bytes())?,
+        );
         if from_numel != to_numel {
             return Err(Error::ReshapeMismatch {
                 from: self.shape.to_vec(),

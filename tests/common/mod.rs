@@ -135,7 +135,9 @@ impl ViewOp {
             ViewOp::Permute(p) => t
                 .permute(&p.iter().map(|&d| d as isize).collect::<Vec<_>>())
                 .unwrap(),
-            ViewOp::Slice(d, s, e, step) => t.slice(*d as isize, *s as isize, *e as isize, *step).unwrap(),
+            ViewOp::Slice(d, s, e, step) => t
+                .slice(*d as isize, *s as isize, *e as isize, *step)
+                .unwrap(),
             ViewOp::Broadcast(d, n) => {
                 let u = t.unsqueeze(*d as isize).unwrap();
                 let mut shape = u.shape().to_vec();
