@@ -55,7 +55,8 @@ impl Tensor {
     /// A contiguous tensor of `shape` holding `data` in row-major order.
     ///
     /// Errors with [`Error::LengthMismatch`] when `data.len()` is not the
-    /// product of `shape`. An empty `shape` makes a 0-d tensor of one element.
+    /// product of `shape`, and [`Error::ShapeOverflow`] when the shape is not
+    /// addressable. An empty `shape` makes a 0-d tensor of one element.
     pub fn from_vec<T: Element>(data: Vec<T>, shape: &[usize]) -> Result<Tensor> {
         let expected = checked_shape(shape, T::DTYPE.size_in_bytes())?;
         if data.len() != expected {
@@ -79,8 +80,8 @@ impl Tensor {
 
     /// A 0-d tensor holding `value`.
     pub fn scalar<T: Element>(value: T) -> Tensor {
-        // One element: if even that allocation failed, `vec!` above would
-        // already have aborted.
+        // Eight bytes at most, and the one-element `Vec` passed in was just
+        // allocated: this cannot run out of memory in any way that matters.
         let storage = CpuStorage::from_vec(vec![value]).expect("a one-element allocation");
         Tensor::from_storage(Storage::Cpu(Arc::new(storage)), &[], T::DTYPE)
     }
