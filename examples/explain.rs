@@ -248,7 +248,8 @@ fn run(args: &Args) -> Result<(), String> {
         args.dtype.size_in_bytes(),
         out.size_in_bytes(),
         &mask,
-    );
+    )
+    .map_err(|e| e.to_string())?;
     if args.cpu {
         if args.json {
             return Err("--json describes the GPU plan; drop it or --cpu".into());

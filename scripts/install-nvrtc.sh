@@ -5,7 +5,7 @@
 # LD_LIBRARY_PATH as the last line of its output.
 #
 #   dir=$(scripts/install-nvrtc.sh | tail -n1)
-#   LD_LIBRARY_PATH=$dir TENSOR_REDUCE_REQUIRE_NVRTC=1 cargo test --release --test nvrtc_compile
+#   LD_LIBRARY_PATH=$dir cargo test --release --test nvrtc_compile -- --include-ignored
 #
 # The version is pinned to the CUDA 13.0 line, the driver generation the
 # crate targets (cudarc feature cuda-13000). Override with NVRTC_VERSION.

@@ -1,9 +1,11 @@
 //! The crate's one error type.
 //!
 //! Every failure a caller can cause (a bad dim, a wrong length, a dtype
-//! mismatch) or meet (no GPU, out of device memory, a kernel that fails to
-//! compile) is a variant here whose message names what was wrong. Nothing on a
-//! user-reachable path panics.
+//! mismatch, a shape or stride too large to address) or meet (no GPU, out of
+//! host or device memory, a kernel that fails to compile) is a variant here
+//! whose message names what was wrong. Nothing on a user-reachable path
+//! panics or aborts: sizes are computed with checked arithmetic, and host
+//! allocations a shape can make large are fallible.
 
 use crate::{DType, Device};
 
@@ -27,9 +29,27 @@ pub enum Error {
         given: usize,
     },
 
-    /// A shape whose element count does not fit in memory addressing.
-    #[error("shape {shape:?} has more elements than fit in usize")]
+    /// A shape whose element or byte count (empty dims counted as 1, as
+    /// their strides still are) does not fit in memory addressing
+    /// (`isize::MAX` bytes).
+    #[error("shape {shape:?} has more elements or bytes than memory can address")]
     ShapeOverflow { shape: Vec<usize> },
+
+    /// A view whose strides or byte extent do not fit in memory addressing:
+    /// some stride in bytes, or the offset of its last element in bytes,
+    /// exceeds `isize::MAX`.
+    #[error("view with shape {shape:?}, strides {strides:?} and offset {offset} reaches beyond the addressable range of {element_size}-byte elements")]
+    LayoutOverflow {
+        shape: Vec<usize>,
+        strides: Vec<isize>,
+        offset: usize,
+        element_size: usize,
+    },
+
+    /// The host allocator refused an allocation (a result or copy too
+    /// large for this machine's memory).
+    #[error("out of host memory while allocating {bytes} bytes")]
+    OutOfMemory { bytes: usize },
 
     /// Read back or wrote a tensor as the wrong element type.
     #[error("tensor has dtype {actual:?} but {requested:?} was requested")]
@@ -73,10 +93,6 @@ pub enum Error {
     /// No usable CUDA driver or device.
     #[error("CUDA is not available: {0}")]
     CudaUnavailable(String),
-
-    /// A host allocation a shape asked for could not be made.
-    #[error("out of host memory while allocating {bytes} bytes")]
-    OutOfMemory { bytes: usize },
 
     /// The CUDA device ran out of memory.
     #[error("CUDA out of memory on device {ordinal} while allocating {bytes} bytes")]

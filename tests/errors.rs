@@ -103,10 +103,18 @@ fn bad_views() {
         })
     ));
     assert!(matches!(x.t(), Err(Error::InvalidView(_))));
-    assert!(matches!(
-        x.unsqueeze(4),
-        Err(Error::DimOutOfRange { dim: 4, rank: 4 })
-    ));
+    // The rank named is the tensor's, and the range is unsqueeze's own
+    // (one wider than a dim index of the tensor).
+    let e = x.unsqueeze(5).unwrap_err();
+    assert!(matches!(e, Error::InvalidView(_)), "{e:?}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("dim 5") && msg.contains("rank 3") && msg.contains("-4..=3"),
+        "{msg}"
+    );
+    assert!(matches!(x.unsqueeze(-5), Err(Error::InvalidView(_))));
+    assert_eq!(x.unsqueeze(3).unwrap().shape(), &[2, 3, 4, 1]);
+    assert_eq!(x.unsqueeze(-4).unwrap().shape(), &[1, 2, 3, 4]);
     let e = x.as_strided(&[3, 9], &[9, 1], 0).unwrap_err();
     assert!(
         matches!(
@@ -121,6 +129,42 @@ fn bad_views() {
     );
     assert!(matches!(
         x.as_strided(&[2], &[-1], 5),
+        Err(Error::InvalidView(_))
+    ));
+}
+
+#[test]
+fn expand_names_the_size_that_cannot_broadcast() {
+    let x = Tensor::zeros(&[0, 3], DType::F32, Device::Cpu).unwrap();
+    let e = x.expand(&[1, 3]).unwrap_err();
+    assert!(matches!(e, Error::InvalidExpand { .. }), "{e:?}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("dim 0 has size 0, which cannot become 1"),
+        "{msg}"
+    );
+    // With new leading dims the dim named is the tensor's own.
+    let e = x234().expand(&[5, 2, 4, 4]).unwrap_err().to_string();
+    assert!(e.contains("dim 1 has size 3, which cannot become 4"), "{e}");
+}
+
+#[test]
+fn slice_steps_must_be_positive_and_narrow_must_fit() {
+    let x = x234();
+    assert!(matches!(x.slice(2, 0, 4, 0), Err(Error::InvalidView(_))));
+    assert!(matches!(
+        x.slice(3, 0, 4, 1),
+        Err(Error::DimOutOfRange { .. })
+    ));
+    assert!(matches!(
+        Tensor::scalar(1.0f32).slice(0, 0, 1, 1),
+        Err(Error::InvalidView(_))
+    ));
+    // narrow is torch.narrow: no clamping, unlike slice.
+    let e = x.narrow(2, 3, 2).unwrap_err();
+    assert!(e.to_string().contains("size 4"), "{e}");
+    assert!(matches!(
+        x.narrow(2, usize::MAX, 2),
         Err(Error::InvalidView(_))
     ));
 }

@@ -1,20 +1,17 @@
 //! Compiles the strided copy kernel (`kernels/copy.cuh`) through NVRTC for
-//! sm_80 and sm_90, with no GPU needed. Skips without libnvrtc unless
-//! `TENSOR_REDUCE_REQUIRE_NVRTC=1` (set in CI), as `nvrtc_compile.rs` does.
+//! sm_80 and sm_90, with no GPU needed. Ignored by default, as
+//! `nvrtc_compile.rs` is, and run explicitly by CI after
+//! `scripts/install-nvrtc.sh`; asked for without libnvrtc, it fails.
 
 use tensor_reduce::cuda;
 
 #[test]
+#[ignore = "needs libnvrtc (scripts/install-nvrtc.sh)"]
 fn copy_kernel_compiles_for_sm80_and_sm90() {
-    if !cuda::nvrtc_available() {
-        let required = std::env::var("TENSOR_REDUCE_REQUIRE_NVRTC").is_ok_and(|v| v == "1");
-        assert!(
-            !required,
-            "TENSOR_REDUCE_REQUIRE_NVRTC=1 but libnvrtc could not be loaded (LD_LIBRARY_PATH?)"
-        );
-        eprintln!("SKIPPED copy_kernel_compiles_for_sm80_and_sm90: libnvrtc not found");
-        return;
-    }
+    assert!(
+        cuda::nvrtc_available(),
+        "libnvrtc could not be loaded (run scripts/install-nvrtc.sh and put its directory on LD_LIBRARY_PATH)"
+    );
     // A private cache directory, so NVRTC really runs.
     let dir = std::env::temp_dir().join(format!("tensor-reduce-copy-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

@@ -141,7 +141,8 @@ fn plan_layout(l: &Layout, dtype: DType, props: &DeviceProps) -> ReducePlan {
         dtype.size_in_bytes(),
         out.size_in_bytes(),
         &l.mask,
-    );
+    )
+    .unwrap();
     ReducePlan::new(
         &it,
         &ReduceOp::Sum.signature(dtype, Some(out)).unwrap(),
@@ -200,7 +201,7 @@ proptest! {
             ([reduced, kept], [kept as isize, 1], [true, false])
         };
         let out = ReduceOp::Sum.output_dtype(dtype, None).unwrap();
-        let it = TensorIterator::reduction(&shape, &strides, offset, dtype.size_in_bytes(), out.size_in_bytes(), &mask);
+        let it = TensorIterator::reduction(&shape, &strides, offset, dtype.size_in_bytes(), out.size_in_bytes(), &mask).unwrap();
         let plan = ReducePlan::new(&it, &ReduceOp::Sum.signature(dtype, Some(out)).unwrap(), &props).unwrap();
         if let Err(e) = check_plan(&plan) {
             return Err(TestCaseError::fail(format!("{e}\nplan: {:#?}", plan.launches[0].config)));
@@ -211,7 +212,8 @@ proptest! {
 #[test]
 fn the_global_reduce_generator_reaches_the_cta_split() {
     // Guard against the strategy above silently never splitting.
-    let it = TensorIterator::reduction(&[2, 131_075], &[131_075, 1], 3, 4, 4, &[false, true]);
+    let it =
+        TensorIterator::reduction(&[2, 131_075], &[131_075, 1], 3, 4, 4, &[false, true]).unwrap();
     let plan = ReducePlan::new(
         &it,
         &ReduceOp::Sum
@@ -225,7 +227,8 @@ fn the_global_reduce_generator_reaches_the_cta_split() {
     assert_eq!(check_plan(&plan), Ok(2 * 131_075));
     // Vectorized rows whose warps split the input, starting mid-vector: the
     // head and tail must be reduced by warp 0 only.
-    let it = TensorIterator::reduction(&[4, 16_384], &[16_384, 1], 1, 4, 4, &[false, true]);
+    let it =
+        TensorIterator::reduction(&[4, 16_384], &[16_384, 1], 1, 4, 4, &[false, true]).unwrap();
     let plan = ReducePlan::new(
         &it,
         &ReduceOp::Sum
@@ -237,7 +240,7 @@ fn the_global_reduce_generator_reaches_the_cta_split() {
     let c = plan.launches[0].config;
     assert!(c.vectorize_input && c.should_block_y_reduce() && !c.should_global_reduce());
     assert_eq!(check_plan(&plan), Ok(4 * 16_384));
-    let it = TensorIterator::reduction(&[8192, 32], &[32, 1], 1, 4, 4, &[true, false]);
+    let it = TensorIterator::reduction(&[8192, 32], &[32, 1], 1, 4, 4, &[true, false]).unwrap();
     let plan = ReducePlan::new(
         &it,
         &ReduceOp::Sum
@@ -260,7 +263,7 @@ fn split_launches_cover_the_whole_iterator_once() {
         (vec![3, 5], vec![big, 1], vec![true, false]),
         (vec![4, 3, 2], vec![1, big, 3], vec![true, true, false]),
     ] {
-        let it = TensorIterator::reduction(&shape, &strides, 0, 2, 2, &mask);
+        let it = TensorIterator::reduction(&shape, &strides, 0, 2, 2, &mask).unwrap();
         let plan = ReducePlan::new(
             &it,
             &ReduceOp::Sum

@@ -50,7 +50,8 @@ fn plan_for(case: &Value) -> ReducePlan {
         dtype.size_in_bytes(),
         out.size_in_bytes(),
         &mask,
-    );
+    )
+    .unwrap();
     ReducePlan::new(
         &it,
         &ReduceOp::Sum.signature(dtype, Some(out)).unwrap(),

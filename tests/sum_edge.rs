@@ -177,6 +177,36 @@ fn cascade_summation_is_accurate(device: Device) {
     );
 }
 
+/// The property tests' tolerance must tell a pairwise sum from a naive one:
+/// on 2^20 same-sign f32 values, a left-to-right f32 loop (computed here)
+/// falls outside it and the library's sum, rows and columns, inside.
+#[test]
+fn tolerance_rejects_a_sequential_sum() {
+    let n = 1usize << 20;
+    let mut rng = common::Rng(11);
+    let values: Vec<f32> = (0..n)
+        .map(|_| 0.5 + (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32)
+        .collect();
+    let exact: f64 = values.iter().map(|&v| v as f64).sum();
+    let tol = common::tolerance(exact, exact, n, DType::F32);
+    let naive = values.iter().fold(0f32, |acc, &v| acc + v) as f64;
+    assert!(
+        (naive - exact).abs() > tol,
+        "naive error {} within tolerance {tol}",
+        (naive - exact).abs()
+    );
+    // Eight identical columns, so the column sums take the tiled path.
+    let columns: Vec<f32> = values.iter().flat_map(|&v| [v; 8]).collect();
+    let row = Tensor::from_vec(values, &[1, n]).unwrap().sum(&[1], false);
+    let cols = Tensor::from_vec(columns, &[n, 8]).unwrap().sum(&[0], false);
+    for (what, sums) in [("row", row), ("columns", cols)] {
+        for got in sums.unwrap().to_vec::<f32>().unwrap() {
+            let err = (got as f64 - exact).abs();
+            assert!(err <= tol, "{what}: error {err} beyond tolerance {tol}");
+        }
+    }
+}
+
 /// The CPU backend's column sums are pairwise too. (On the GPU, column sums
 /// follow PyTorch's order, whose error grows with the values per thread.)
 #[test]

@@ -50,6 +50,38 @@ fn narrow_slice_and_offsets() {
     assert_eq!(x.narrow(0, 4, 0).unwrap().numel(), 0);
 }
 
+/// `slice`'s arguments: dim, start, end, step.
+type Slice = (isize, isize, isize, usize);
+
+#[test]
+fn slice_is_python_slicing() {
+    // Expected values are torch's `x[:, a:b:c]` on x = arange(10).reshape(2, 5).
+    let x = iota(&[2, 5]);
+    let cases: [(Slice, &[usize], &[i64]); 10] = [
+        ((1, 1, 7, 2), &[2, 2], &[1, 3, 6, 8]),
+        ((1, 3, 1, 1), &[2, 0], &[]),
+        ((1, 7, 9, 1), &[2, 0], &[]),
+        ((1, -2, isize::MAX, 1), &[2, 2], &[3, 4, 8, 9]),
+        ((1, -100, 2, 1), &[2, 2], &[0, 1, 5, 6]),
+        ((1, -3, -1, 1), &[2, 2], &[2, 3, 7, 8]),
+        ((1, 0, 5, 10), &[2, 1], &[0, 5]),
+        ((1, 0, 5, usize::MAX), &[2, 1], &[0, 5]),
+        ((1, isize::MIN, isize::MAX, 2), &[2, 3], &[0, 2, 4, 5, 7, 9]),
+        ((0, -1, isize::MAX, 1), &[1, 5], &[5, 6, 7, 8, 9]),
+    ];
+    for ((dim, start, end, step), shape, values) in cases {
+        let s = x.slice(dim, start, end, step).unwrap();
+        assert_eq!(s.shape(), shape, "slice({dim}, {start}, {end}, {step})");
+        assert_eq!(
+            s.to_vec::<i64>().unwrap(),
+            values,
+            "slice({dim}, {start}, {end}, {step})"
+        );
+    }
+    // Torch's strides: the dim's stride times the step.
+    assert_eq!(x.slice(1, 1, 7, 2).unwrap().strides(), &[5, 2]);
+}
+
 #[test]
 fn expand_unsqueeze_squeeze() {
     let x = iota(&[3]);

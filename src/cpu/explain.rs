@@ -188,7 +188,7 @@ impl Tensor {
     pub fn explain_cpu(&self, op: ReduceOp, dims: &[isize], keepdim: bool) -> Result<CpuPlan> {
         let sig = op.signature(self.dtype(), None)?;
         let rd = ReduceDims::resolve(self, dims, keepdim)?;
-        let iter = TensorIterator::reduce_op(self, &rd.mask, sig.output);
+        let iter = TensorIterator::reduce_op(self, &rd.mask, sig.output)?;
         Ok(CpuPlan::new(&iter, &sig, rayon::current_num_threads()))
     }
 }

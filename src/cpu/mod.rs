@@ -47,7 +47,7 @@ pub(crate) fn reduce(
             actual: input.device(),
         });
     };
-    let iter = TensorIterator::reduce_op(input, mask, sig.output);
+    let iter = TensorIterator::reduce_op(input, mask, sig.output)?;
     let out = with_dtype!(input.dtype(), T => {
         let data = storage.as_slice::<T>();
         match sig.compute {
@@ -90,15 +90,23 @@ fn run<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     op: &R,
 ) -> Result<CpuStorage> {
     let accs = tree::reduce(data, iter, op)?;
-    Ok(project(op, accs, out_dtype))
+    project(op, accs, out_dtype)
 }
 
-/// torch's `project`, then the cast to the output dtype.
-fn project<W: Compute, R: ReduceOps<W>>(op: &R, accs: Vec<R::Acc>, out_dtype: DType) -> CpuStorage {
-    with_dtype!(out_dtype, O => CpuStorage::from_vec::<O>(
-        accs.into_par_iter()
+/// torch's `project`, then the cast to the output dtype, into a fallibly
+/// allocated storage.
+fn project<W: Compute, R: ReduceOps<W>>(
+    op: &R,
+    accs: Vec<R::Acc>,
+    out_dtype: DType,
+) -> Result<CpuStorage> {
+    with_dtype!(out_dtype, O => {
+        let mut out = CpuStorage::zeroed(out_dtype, accs.len())?;
+        out.as_mut_slice::<O>()
+            .par_iter_mut()
             .with_min_len(4096)
-            .map(|a| op.project(a).cast::<O>())
-            .collect()
-    ))
+            .zip(accs.par_iter())
+            .for_each(|(o, &a)| *o = op.project(a).cast::<O>());
+        Ok(out)
+    })
 }

@@ -19,7 +19,8 @@
 use super::element::CpuElement;
 use super::ops::{Compute, ReduceOps};
 use crate::iter::TensorIterator;
-use crate::{Error, Result};
+use crate::tensor::storage::try_vec;
+use crate::Result;
 use rayon::prelude::*;
 
 /// Elements summed sequentially (over 8 lanes) at the bottom of the pairwise tree.
@@ -104,23 +105,12 @@ pub(super) fn reduce<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     op: &R,
 ) -> Result<Vec<R::Acc>> {
     let layout = Layout::new(iter);
-    let mut out = try_filled(layout.num_outputs, op.identity())?;
+    let mut out = try_vec(op.identity(), layout.num_outputs)?;
     if layout.is_outer() {
         reduce_outer(data, &layout, op, &mut out);
     } else {
         reduce_inner(data, &layout, op, &mut out);
     }
-    Ok(out)
-}
-
-/// `n` copies of `v`, or an error instead of an abort when a shape asks for
-/// more memory than there is.
-fn try_filled<A: Clone>(n: usize, v: A) -> Result<Vec<A>> {
-    let mut out = Vec::new();
-    out.try_reserve_exact(n).map_err(|_| Error::OutOfMemory {
-        bytes: n.saturating_mul(std::mem::size_of::<A>()),
-    })?;
-    out.resize(n, v);
     Ok(out)
 }
 

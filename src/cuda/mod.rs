@@ -9,7 +9,7 @@ mod copy;
 mod interop;
 pub mod kernel;
 mod nvrtc;
-mod params;
+pub(crate) mod params;
 pub mod plan;
 mod reduce;
 mod storage;
@@ -176,6 +176,6 @@ pub(crate) fn reduce(
     sig: &crate::reduce::Signature,
     params: crate::reduce::OpParams,
 ) -> Result<crate::Tensor> {
-    let iter = crate::iter::TensorIterator::reduce_op(input, mask, sig.output);
+    let iter = crate::iter::TensorIterator::reduce_op(input, mask, sig.output)?;
     reduce::reduce(input, &iter, sig, params)
 }

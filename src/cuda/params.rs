@@ -11,6 +11,18 @@ use crate::{Error, Result};
 /// `TR_MAX_DIMS`: dims an offset calculator holds (PyTorch's `MAX_DIMS`).
 pub(crate) const MAX_DIMS: usize = 25;
 
+/// Errors when an iterator keeps more dims after coalescing than the
+/// kernel's offset calculator holds. Checked when a plan is made, so
+/// `explain` reports it and no launch is attempted.
+pub(crate) fn check_kernel_dims(ndim: usize) -> Result<()> {
+    if ndim > MAX_DIMS {
+        return Err(Error::Unsupported(format!(
+            "a reduction whose iterator keeps {ndim} dims after coalescing (the CUDA kernel handles at most {MAX_DIMS})"
+        )));
+    }
+    Ok(())
+}
+
 /// `tr::ReduceConfig`: PyTorch's `ReduceConfig`, the fields the kernel reads.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
@@ -106,12 +118,7 @@ pub(crate) struct OffsetCalculator<const N: usize> {
 impl<const N: usize> OffsetCalculator<N> {
     /// `shape` and, per operand, byte strides of the same dims.
     fn new(shape: &[usize], strides: [&[i64]; N]) -> Result<Self> {
-        if shape.len() > MAX_DIMS {
-            return Err(Error::Unsupported(format!(
-                "a reduction whose iterator keeps {} dims after coalescing (the CUDA kernel handles at most {MAX_DIMS})",
-                shape.len()
-            )));
-        }
+        check_kernel_dims(shape.len())?;
         let mut calc = OffsetCalculator {
             dims: shape.len() as i32,
             sizes: [IntDivider::default(); MAX_DIMS],

@@ -1,8 +1,8 @@
 //! Device memory behind a CUDA tensor.
 
 use super::{context, driver_error};
-use crate::tensor::storage::CpuStorage;
-use crate::{DType, Error, Result};
+use crate::tensor::storage::{byte_len, try_vec, CpuStorage};
+use crate::{DType, Result};
 use cudarc::driver::{CudaSlice, CudaStream};
 use std::sync::Arc;
 
@@ -65,10 +65,7 @@ impl CudaStorage {
     fn alloc_on(stream: &Arc<CudaStream>, dtype: DType, len: usize, zeroed: bool) -> Result<Self> {
         let stream = stream.clone();
         let ordinal = stream.context().ordinal();
-        let bytes = len
-            .checked_mul(dtype.size_in_bytes())
-            .ok_or_else(|| Error::ShapeOverflow { shape: vec![len] })?
-            .max(1);
+        let bytes = byte_len(dtype, len)?.max(1);
         let buf = if zeroed {
             stream.alloc_zeros::<u8>(bytes)
         } else {
@@ -86,14 +83,14 @@ impl CudaStorage {
         })
     }
 
-    /// Copies elements `lo..hi` back to host memory, after the work queued
-    /// on this storage's stream.
+    /// Copies elements `lo..hi` back to host memory, into a host buffer
+    /// allocated fallibly (a device buffer can be larger than host memory).
     pub(crate) fn download(&self, lo: usize, hi: usize) -> Result<CpuStorage> {
-        let esize = self.dtype.size_in_bytes();
-        let host = self
-            .stream
-            .clone_dtoh(&self.buf.slice(lo * esize..hi * esize))
-            .map_err(|e| driver_error(self.ordinal, (hi - lo) * esize, "copy to host", e))?;
+        let (lo, hi) = (byte_len(self.dtype, lo)?, byte_len(self.dtype, hi)?);
+        let mut host = try_vec(0u8, hi - lo)?;
+        self.stream
+            .memcpy_dtoh(&self.buf.slice(lo..hi), &mut host)
+            .map_err(|e| driver_error(self.ordinal, hi - lo, "copy to host", e))?;
         CpuStorage::from_bytes(self.dtype, &host)
     }
 }

@@ -24,7 +24,7 @@
 //! use tensor_reduce::{iter::TensorIterator, DType, Device, Tensor};
 //! // The worked example of seed 002: [16,128,64,128].sum(1) in f32.
 //! let x = Tensor::zeros(&[16, 128, 64, 128], DType::F32, Device::Cpu)?;
-//! let it = TensorIterator::reduce_op(&x, &[false, true, false, false], DType::F32);
+//! let it = TensorIterator::reduce_op(&x, &[false, true, false, false], DType::F32)?;
 //! assert_eq!(it.shape(), &[128, 8192, 16]);
 //! assert_eq!(it.strides(TensorIterator::INPUT), &[32768, 4, 4194304]);
 //! assert_eq!(it.strides(TensorIterator::OUTPUT), &[0, 4, 32768]);
@@ -32,8 +32,8 @@
 //! # Ok::<(), tensor_reduce::Error>(())
 //! ```
 
-use crate::tensor::INLINE_RANK;
-use crate::{DType, Tensor};
+use crate::tensor::{checked_shape, checked_span, INLINE_RANK};
+use crate::{DType, Error, Result, Tensor};
 use smallvec::SmallVec;
 
 /// Per-dim values, inline for small ranks.
@@ -66,8 +66,12 @@ impl TensorIterator {
     /// `reduce_mask` is true, into a fresh contiguous output of `out_dtype`.
     ///
     /// The mask has one entry per dim of `input` (a 0-d input takes an empty
-    /// mask). Callers validate dims first; this is infallible.
-    pub fn reduce_op(input: &Tensor, reduce_mask: &[bool], out_dtype: DType) -> TensorIterator {
+    /// mask). Errors as [`TensorIterator::reduction`] does.
+    pub fn reduce_op(
+        input: &Tensor,
+        reduce_mask: &[bool],
+        out_dtype: DType,
+    ) -> Result<TensorIterator> {
         TensorIterator::reduction(
             input.shape(),
             input.strides(),
@@ -80,6 +84,12 @@ impl TensorIterator {
 
     /// [`TensorIterator::reduce_op`] from a raw layout: `shape`, element
     /// `strides` and element `offset` of the input, and the element sizes.
+    ///
+    /// Errors with [`Error::InvalidView`] when `strides` or `reduce_mask`
+    /// do not have one entry per dim or a stride is negative, and with
+    /// [`Error::ShapeOverflow`] or [`Error::LayoutOverflow`] when a byte
+    /// stride or offset of the input or the output would not be
+    /// addressable (so none of the iterator's byte arithmetic can wrap).
     pub fn reduction(
         shape: &[usize],
         strides: &[isize],
@@ -87,13 +97,14 @@ impl TensorIterator {
         input_element_size: usize,
         output_element_size: usize,
         reduce_mask: &[bool],
-    ) -> TensorIterator {
-        assert_eq!(shape.len(), strides.len(), "internal: one stride per dim");
-        assert_eq!(
-            shape.len(),
-            reduce_mask.len(),
-            "internal: one mask entry per dim"
-        );
+    ) -> Result<TensorIterator> {
+        if shape.len() != strides.len() || shape.len() != reduce_mask.len() {
+            return Err(Error::InvalidView(format!(
+                "a reduction over shape {shape:?} needs one stride and one mask entry per dim, got strides {strides:?} and mask {reduce_mask:?}"
+            )));
+        }
+        checked_span(shape, strides, offset, input_element_size)?;
+        checked_shape(&output_shape(shape, reduce_mask), output_element_size)?;
         let mut it = TensorIterator {
             shape: shape.into(),
             strides: compute_strides(
@@ -112,7 +123,7 @@ impl TensorIterator {
         };
         it.reorder_dimensions();
         it.coalesce_dimensions();
-        it
+        Ok(it)
     }
 
     /// Number of iterator dims after reordering and coalescing.
@@ -198,12 +209,14 @@ impl TensorIterator {
             return false;
         }
         self.strides.iter().all(|strides| {
+            // Saturating: an empty iterator's extents are not bounded by any
+            // allocation, and a saturated one is too large either way.
             let extent: i64 = self
                 .shape
                 .iter()
                 .zip(strides)
-                .map(|(&d, &s)| (d as i64 - 1).max(0) * s)
-                .sum();
+                .map(|(&d, &s)| (d as i64 - 1).max(0).saturating_mul(s))
+                .fold(0, i64::saturating_add);
             // PyTorch's `1 + extent <= INT32_MAX`.
             extent < max
         })
@@ -214,11 +227,14 @@ impl TensorIterator {
     pub fn get_dim_to_split(&self) -> usize {
         let mut best: Option<(i64, usize)> = None;
         for d in (0..self.ndim()).rev() {
-            if self.shape[d] == 0 {
+            // PyTorch skips only empty dims; when a broadcast dim (stride 0
+            // everywhere) holds most elements, every extent can be 0 and it
+            // would pick a dim of one element, which cannot be split.
+            if self.shape[d] < 2 {
                 continue;
             }
             for strides in &self.strides {
-                let extent = (self.shape[d] as i64 - 1) * strides[d].abs();
+                let extent = (self.shape[d] as i64 - 1).saturating_mul(strides[d].abs());
                 if best.is_none_or(|(e, _)| extent > e) {
                     best = Some((extent, d));
                 }
@@ -347,7 +363,14 @@ impl TensorIterator {
         }
         let can_coalesce = |it: &Self, d0: usize, d1: usize| {
             let (n0, n1) = (it.shape[d0], it.shape[d1]);
-            n0 == 1 || n1 == 1 || it.strides.iter().all(|s| n0 as i64 * s[d0] == s[d1])
+            // An empty dim's size times its stride may not be addressable;
+            // then it cannot equal the next stride, which is.
+            n0 == 1
+                || n1 == 1
+                || it
+                    .strides
+                    .iter()
+                    .all(|s| (n0 as i64).checked_mul(s[d0]) == Some(s[d1]))
         };
         let mut prev = 0;
         for d in 1..ndim {
@@ -383,6 +406,15 @@ impl TensorIterator {
     }
 }
 
+/// The output's `keepdim` shape: reduced dims become 1.
+fn output_shape(shape: &[usize], reduce_mask: &[bool]) -> DimVec<usize> {
+    shape
+        .iter()
+        .zip(reduce_mask)
+        .map(|(&d, &r)| if r { 1 } else { d })
+        .collect()
+}
+
 /// Byte strides of `[output, input]`. The output is the contiguous result in
 /// its `keepdim` shape; a reduced dim of size > 1 is broadcast (stride 0) in
 /// it, which is how the iterator knows it is reduced.
@@ -393,11 +425,7 @@ fn compute_strides(
     output_element_size: usize,
     reduce_mask: &[bool],
 ) -> [DimVec<i64>; 2] {
-    let out_shape: DimVec<usize> = shape
-        .iter()
-        .zip(reduce_mask)
-        .map(|(&d, &r)| if r { 1 } else { d })
-        .collect();
+    let out_shape = output_shape(shape, reduce_mask);
     let out_contig = crate::tensor::contiguous_strides(&out_shape);
     let output = (0..shape.len())
         .map(|d| {

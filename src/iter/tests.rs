@@ -12,7 +12,7 @@ fn mask(rank: usize, dims: &[usize]) -> Vec<bool> {
 fn seed_worked_example() {
     // seed 002: x = [16,128,64,128] f32, x.sum(1).
     let shape = [16, 128, 64, 128];
-    let it = It::reduction(&shape, &contiguous(&shape), 0, 4, 4, &mask(4, &[1]));
+    let it = It::reduction(&shape, &contiguous(&shape), 0, 4, 4, &mask(4, &[1])).unwrap();
     assert_eq!(it.shape(), &[128, 8192, 16]);
     assert_eq!(it.strides(It::INPUT), &[32768, 4, 4194304]);
     assert_eq!(it.strides(It::OUTPUT), &[0, 4, 32768]);
@@ -25,7 +25,7 @@ fn seed_worked_example() {
 #[test]
 fn full_reduction_coalesces_to_one_dim() {
     let shape = [7, 11, 13];
-    let it = It::reduction(&shape, &contiguous(&shape), 0, 4, 4, &mask(3, &[0, 1, 2]));
+    let it = It::reduction(&shape, &contiguous(&shape), 0, 4, 4, &mask(3, &[0, 1, 2])).unwrap();
     assert_eq!(it.shape(), &[1001]);
     assert_eq!(it.strides(It::INPUT), &[4]);
     assert_eq!(it.strides(It::OUTPUT), &[0]);
@@ -37,7 +37,7 @@ fn full_reduction_coalesces_to_one_dim() {
 fn reduced_and_kept_dims_never_merge() {
     // [7,11,13].sum((0,2)): reduced dims 2 (stride 4) and 0 (stride 572) go first.
     let shape = [7, 11, 13];
-    let it = It::reduction(&shape, &contiguous(&shape), 0, 4, 4, &mask(3, &[0, 2]));
+    let it = It::reduction(&shape, &contiguous(&shape), 0, 4, 4, &mask(3, &[0, 2])).unwrap();
     assert_eq!(it.shape(), &[13, 7, 11]);
     assert_eq!(it.strides(It::INPUT), &[4, 572, 52]);
     assert_eq!(it.strides(It::OUTPUT), &[0, 0, 4]);
@@ -50,7 +50,7 @@ fn transposed_input_reorders_reduced_dim_by_input_stride() {
     // is the slow dim in memory; the kept one is contiguous.
     let (n, m) = (64usize, 32usize);
     let strides = [1isize, n as isize]; // transpose of a contiguous [m, n]... shape [n, m]
-    let it = It::reduction(&[n, m], &strides, 0, 4, 4, &mask(2, &[1]));
+    let it = It::reduction(&[n, m], &strides, 0, 4, 4, &mask(2, &[1])).unwrap();
     assert_eq!(it.shape(), &[m, n]);
     assert_eq!(it.strides(It::INPUT), &[4 * n as i64, 4]);
     assert_eq!(it.strides(It::OUTPUT), &[0, 4]);
@@ -67,7 +67,8 @@ fn kept_dims_follow_the_output_order_first() {
         4,
         4,
         &mask(4, &[1, 3]),
-    );
+    )
+    .unwrap();
     // Reduced: view dim 3 (stride 4 B) then view dim 1 (128 B), which are
     // contiguous with each other in memory (32 * 4 == 128) and coalesce.
     // Kept: view dim 2 (out stride 4) then view dim 0 (out stride 512),
@@ -82,7 +83,7 @@ fn kept_dims_follow_the_output_order_first() {
 #[test]
 fn size_one_dims_disappear() {
     // [3,1,5].sum(1): the reduced dim has size 1, so nothing is reduced.
-    let it = It::reduction(&[3, 1, 5], &[5, 5, 1], 0, 4, 4, &mask(3, &[1]));
+    let it = It::reduction(&[3, 1, 5], &[5, 5, 1], 0, 4, 4, &mask(3, &[1])).unwrap();
     assert_eq!(it.shape(), &[15]);
     assert_eq!(it.num_reduce_dims(), 0);
     assert_eq!(it.num_output_elements(), 15);
@@ -91,7 +92,7 @@ fn size_one_dims_disappear() {
 #[test]
 fn expanded_dims_keep_stride_zero_in_the_input() {
     // A [4] tensor expanded to [3, 4] (stride 0 on dim 0), summed over dim 0.
-    let it = It::reduction(&[3, 4], &[0, 1], 0, 4, 4, &mask(2, &[0]));
+    let it = It::reduction(&[3, 4], &[0, 1], 0, 4, 4, &mask(2, &[0])).unwrap();
     assert_eq!(it.shape(), &[3, 4]);
     assert_eq!(it.strides(It::INPUT), &[0, 4]);
     assert_eq!(it.strides(It::OUTPUT), &[0, 4]);
@@ -99,7 +100,7 @@ fn expanded_dims_keep_stride_zero_in_the_input() {
 
 #[test]
 fn zero_d_input() {
-    let it = It::reduction(&[], &[], 0, 8, 8, &[]);
+    let it = It::reduction(&[], &[], 0, 8, 8, &[]).unwrap();
     assert_eq!(it.ndim(), 0);
     assert_eq!(it.numel(), 1);
     assert_eq!(it.num_output_elements(), 1);
@@ -108,7 +109,7 @@ fn zero_d_input() {
 
 #[test]
 fn offsets_are_in_bytes() {
-    let it = It::reduction(&[10], &[1], 3, 2, 2, &[true]);
+    let it = It::reduction(&[10], &[1], 3, 2, 2, &[true]).unwrap();
     assert_eq!(it.data_offset(It::INPUT), 6);
     assert_eq!(it.data_offset(It::OUTPUT), 0);
 }
@@ -117,7 +118,7 @@ fn offsets_are_in_bytes() {
 fn split_for_32bit_indexing_halves_the_largest_dim() {
     // 2^30 f32 elements in [2^15, 2^15], column sum: 4 GiB of input.
     let n = 1usize << 15;
-    let it = It::reduction(&[n, n], &[n as isize, 1], 0, 4, 4, &mask(2, &[0]));
+    let it = It::reduction(&[n, n], &[n as isize, 1], 0, 4, 4, &mask(2, &[0])).unwrap();
     assert!(!it.can_use_32bit_indexing());
     let parts = it.with_32bit_indexing();
     assert!(parts.iter().all(|p| p.can_use_32bit_indexing()));
@@ -138,9 +139,23 @@ fn split_for_32bit_indexing_halves_the_largest_dim() {
 fn split_of_an_output_dim_keeps_each_part_final() {
     // [2^31 + 2] bytes of u8 rows reduced along the short inner dim.
     let rows = (1usize << 30) + 1;
-    let it = It::reduction(&[rows, 2], &[2, 1], 0, 1, 8, &mask(2, &[1]));
+    let it = It::reduction(&[rows, 2], &[2, 1], 0, 1, 8, &mask(2, &[1])).unwrap();
     assert!(!it.can_use_32bit_indexing());
     for p in it.with_32bit_indexing() {
         assert!(p.final_output() && !p.accumulate());
     }
+}
+
+#[test]
+fn a_broadcast_dim_holding_most_elements_gets_split() {
+    // [2^33 broadcast, 3] summed over dim 0: the byte extents fit in 32 bits
+    // but the element count does not. Once the kept dim is split to pieces
+    // of one element, every extent is 0, and only the broadcast dim can be
+    // halved further.
+    let it = It::reduction(&[1 << 33, 3], &[0, 1], 0, 4, 4, &mask(2, &[0])).unwrap();
+    let pieces = it.with_32bit_indexing();
+    assert!(pieces.iter().all(|p| p.can_use_32bit_indexing()));
+    assert_eq!(pieces.iter().map(|p| p.numel()).sum::<usize>(), 3 << 33);
+    // Each piece at most 2^31 - 1 elements, and halving gives 2^30.
+    assert!(pieces.iter().all(|p| p.numel() == 1 << 30));
 }

@@ -9,7 +9,7 @@ mod value;
 use crate::cuda::plan::{DeviceProps, ReducePlan};
 use crate::iter::TensorIterator;
 use crate::reduce::{EmptyRule, ReduceDims, ReduceOp};
-use crate::{cpu, cuda, with_dtype, DType, Device, Result, Tensor};
+use crate::{cpu, cuda, DType, Device, Result, Tensor};
 
 /// Runs `op` over `dims` of `input` (torch's dims rules, see
 /// [`ReduceDims::resolve`]), with an optional `dtype=`.
@@ -28,7 +28,7 @@ pub(crate) fn run(
             // check_identity let it through: the output is empty too.
             return Tensor::zeros(&rd.out_shape, sig.output, input.device());
         };
-        return filled(&rd.out_shape, value, sig.output, input.device());
+        return Tensor::full(&rd.out_shape, value, sig.output, input.device());
     }
     let num_outputs = rd.out_shape.iter().product();
     let params = sig.params(num_outputs, input.numel());
@@ -37,13 +37,6 @@ pub(crate) fn run(
         Device::Cuda(_) => cuda::reduce(input, &rd.mask, &sig, params)?,
     };
     flat.reshape(&rd.out_shape)
-}
-
-/// A tensor of `shape` whose every element is `value` cast to `dtype`.
-fn filled(shape: &[usize], value: f64, dtype: DType, device: Device) -> Result<Tensor> {
-    let n = crate::tensor::checked_numel(shape)?;
-    let host = with_dtype!(dtype, T => Tensor::from_vec(vec![<T as crate::Element>::from_f64(value); n], shape)?);
-    host.to_device(device)
 }
 
 impl Tensor {
@@ -70,7 +63,7 @@ impl Tensor {
     ) -> Result<ReducePlan> {
         let sig = op.signature(self.dtype(), None)?;
         let rd = ReduceDims::resolve(self, dims, keepdim)?;
-        let iter = TensorIterator::reduce_op(self, &rd.mask, sig.output);
+        let iter = TensorIterator::reduce_op(self, &rd.mask, sig.output)?;
         ReducePlan::new(&iter, &sig, props)
     }
 }

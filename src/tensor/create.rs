@@ -86,7 +86,7 @@ impl Tensor {
             }),
             Device::Cuda(_) => {
                 let one = Tensor::full(&[], value, dtype, Device::Cpu)?;
-                if super::checked_numel(shape)? == 0 {
+                if super::layout::checked_numel(shape)? == 0 {
                     return Tensor::zeros(shape, dtype, device);
                 }
                 one.to_device(device)?.expand(shape)?.contiguous()

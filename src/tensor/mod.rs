@@ -4,13 +4,16 @@
 mod cast;
 mod create;
 mod display;
+mod layout;
 #[cfg(feature = "ndarray")]
 mod ndarray_interop;
+pub(crate) use layout::checked_numel;
 mod random;
 pub(crate) mod storage;
 pub(crate) mod view;
 
 use crate::{DType, Device, Element, Error, Result};
+pub(crate) use layout::{checked_shape, checked_span, contiguous_strides};
 use smallvec::SmallVec;
 use std::sync::Arc;
 use storage::{CpuStorage, Storage};
@@ -54,34 +57,14 @@ impl std::fmt::Debug for Tensor {
     }
 }
 
-/// The product of `shape`, or an error naming the shape on overflow.
-pub(crate) fn checked_numel(shape: &[usize]) -> Result<usize> {
-    shape
-        .iter()
-        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-        .ok_or_else(|| Error::ShapeOverflow {
-            shape: shape.to_vec(),
-        })
-}
-
-/// Row-major (C-contiguous) element strides for `shape`.
-pub(crate) fn contiguous_strides(shape: &[usize]) -> Strides {
-    let mut strides: Strides = SmallVec::from_elem(0, shape.len());
-    let mut acc = 1isize;
-    for (s, &d) in strides.iter_mut().zip(shape).rev() {
-        *s = acc;
-        acc *= d.max(1) as isize;
-    }
-    strides
-}
-
 impl Tensor {
     /// A contiguous tensor of `shape` holding `data` in row-major order.
     ///
     /// Errors with [`Error::LengthMismatch`] when `data.len()` is not the
-    /// product of `shape`. An empty `shape` makes a 0-d tensor of one element.
+    /// product of `shape`, and [`Error::ShapeOverflow`] when the shape is not
+    /// addressable. An empty `shape` makes a 0-d tensor of one element.
     pub fn from_vec<T: Element>(data: Vec<T>, shape: &[usize]) -> Result<Tensor> {
-        let expected = checked_numel(shape)?;
+        let expected = checked_shape(shape, T::DTYPE.size_in_bytes())?;
         if data.len() != expected {
             return Err(Error::LengthMismatch {
                 shape: shape.to_vec(),
@@ -90,7 +73,7 @@ impl Tensor {
             });
         }
         Ok(Tensor::from_storage(
-            Storage::Cpu(Arc::new(CpuStorage::from_vec(data))),
+            Storage::Cpu(Arc::new(CpuStorage::from_vec(data)?)),
             shape,
             T::DTYPE,
         ))
@@ -103,18 +86,30 @@ impl Tensor {
 
     /// A 0-d tensor holding `value`.
     pub fn scalar<T: Element>(value: T) -> Tensor {
-        Tensor::from_storage(
-            Storage::Cpu(Arc::new(CpuStorage::from_vec(vec![value]))),
-            &[],
-            T::DTYPE,
-        )
+        // Eight bytes at most, and the one-element `Vec` passed in was just
+        // allocated: this cannot run out of memory in any way that matters.
+        let storage = CpuStorage::from_vec(vec![value]).expect("a one-element allocation");
+        Tensor::from_storage(Storage::Cpu(Arc::new(storage)), &[], T::DTYPE)
     }
 
     /// A contiguous tensor of zeros (`false` for `Bool`).
+    ///
+    /// Errors with [`Error::ShapeOverflow`] when the shape's byte size is not
+    /// addressable, and [`Error::OutOfMemory`] (or
+    /// [`Error::CudaOutOfMemory`]) when the memory cannot be had.
+    ///
+    /// ```
+    /// use tensor_reduce::{DType, Device, Error, Tensor};
+    /// let z = Tensor::zeros(&[2, 3], DType::F32, Device::Cpu)?;
+    /// assert_eq!(z.to_vec::<f32>()?, vec![0.0; 6]);
+    /// let huge = Tensor::zeros(&[1 << 62], DType::F32, Device::Cpu);
+    /// assert!(matches!(huge, Err(Error::ShapeOverflow { .. })));
+    /// # Ok::<(), tensor_reduce::Error>(())
+    /// ```
     pub fn zeros(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
-        let numel = checked_numel(shape)?;
+        let numel = checked_shape(shape, dtype.size_in_bytes())?;
         let storage = match device {
-            Device::Cpu => Storage::Cpu(Arc::new(CpuStorage::zeroed(dtype, numel))),
+            Device::Cpu => Storage::Cpu(Arc::new(CpuStorage::zeroed(dtype, numel)?)),
             Device::Cuda(i) => {
                 Storage::Cuda(Arc::new(crate::cuda::CudaStorage::zeros(i, dtype, numel)?))
             }
@@ -187,20 +182,15 @@ impl Tensor {
     }
 
     /// The range of storage elements this view can touch: `[lo, hi)`.
-    /// Empty (lo == hi) when the tensor has no elements.
-    pub(crate) fn storage_span(&self) -> (usize, usize) {
-        if self.numel() == 0 {
-            return (self.offset, self.offset);
-        }
-        // Strides are never negative (no view here makes them so), so the
-        // last element is at offset + sum((d-1)*s).
-        let last: usize = self
-            .shape
-            .iter()
-            .zip(&self.strides)
-            .map(|(&d, &s)| (d - 1) * s as usize)
-            .sum();
-        (self.offset, self.offset + last + 1)
+    /// Empty (lo == hi) when the tensor has no elements. Errors when the
+    /// layout is not addressable (views check this as they are made).
+    pub(crate) fn storage_span(&self) -> Result<(usize, usize)> {
+        checked_span(
+            &self.shape,
+            &self.strides,
+            self.offset,
+            self.dtype.size_in_bytes(),
+        )
     }
 
     /// Copies the elements to a `Vec` in logical row-major order, whatever
@@ -227,7 +217,7 @@ impl Tensor {
             unreachable!("to_device(Cpu) returns host storage")
         };
         let data = storage.as_slice::<T>();
-        let mut out = Vec::with_capacity(host.numel());
+        let mut out = storage::try_with_capacity(host.numel())?;
         host.for_each_offset(|off| out.push(data[off]));
         Ok(out)
     }
@@ -271,7 +261,7 @@ impl Tensor {
             // Nothing to copy; an empty view's offset may lie past its storage.
             return Tensor::zeros(&self.shape, self.dtype, device);
         }
-        let (lo, hi) = self.storage_span();
+        let (lo, hi) = self.storage_span()?;
         let esize = self.dtype.size_in_bytes();
         let lo_aligned = lo - (lo * esize % 16) / esize;
         // Only the span moves: a device-to-host copy downloads just it, a

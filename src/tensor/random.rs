@@ -34,15 +34,15 @@ fn fill_chunks<T: Element>(
     numel: usize,
     seed: u64,
     gen: impl Fn(&mut SplitMix64) -> T + Sync,
-) -> Vec<T> {
-    let mut data = vec![T::default(); numel];
+) -> Result<Vec<T>> {
+    let mut data = super::storage::try_vec(T::default(), numel)?;
     data.par_chunks_mut(CHUNK)
         .enumerate()
         .for_each(|(i, chunk)| {
             let mut rng = SplitMix64::new(seed, i as u64);
             chunk.iter_mut().for_each(|x| *x = gen(&mut rng));
         });
-    data
+    Ok(data)
 }
 
 impl Tensor {
@@ -55,12 +55,12 @@ impl Tensor {
                 "randn needs a floating dtype, got {dtype} (use randint)"
             )));
         }
-        let numel = super::checked_numel(shape)?;
+        let numel = super::checked_shape(shape, dtype.size_in_bytes())?;
         let host = with_dtype!(dtype, T => Tensor::from_vec(fill_chunks::<T>(numel, seed, |r| {
             // Box-Muller, one sample per pair of uniforms (simple and branch-free).
             let (u1, u2) = (r.next_unit(), r.next_unit());
             T::from_f64((-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos())
-        }), shape)?);
+        })?, shape)?);
         host.to_device(device)
     }
 
@@ -79,11 +79,11 @@ impl Tensor {
                 "randint needs low < high, got {low}..{high}"
             )));
         }
-        let numel = super::checked_numel(shape)?;
+        let numel = super::checked_shape(shape, dtype.size_in_bytes())?;
         let span = (high as i128 - low as i128) as u128;
         let host = with_dtype!(dtype, T => Tensor::from_vec(fill_chunks::<T>(numel, seed, |r| {
             T::from_i64((low as i128 + (r.next_u64() as u128 % span) as i128) as i64)
-        }), shape)?);
+        })?, shape)?);
         host.to_device(device)
     }
 }

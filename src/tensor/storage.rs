@@ -11,21 +11,49 @@ pub(crate) struct CpuStorage {
     dtype: DType,
 }
 
+/// `n` copies of `value`, or [`Error::OutOfMemory`] when the allocator
+/// refuses: shapes can ask for any size, and `vec!` would abort the process.
+pub(crate) fn try_vec<T: Clone>(value: T, n: usize) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| Error::OutOfMemory {
+        bytes: n.saturating_mul(std::mem::size_of::<T>()),
+    })?;
+    v.resize(n, value);
+    Ok(v)
+}
+
+/// An empty `Vec` with room for `n` elements, or [`Error::OutOfMemory`].
+pub(crate) fn try_with_capacity<T>(n: usize) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| Error::OutOfMemory {
+        bytes: n.saturating_mul(std::mem::size_of::<T>()),
+    })?;
+    Ok(v)
+}
+
+/// Bytes taken by `len` elements of `dtype`, or [`Error::ShapeOverflow`]
+/// when that exceeds `isize::MAX` (the most any allocation can hold).
+pub(crate) fn byte_len(dtype: DType, len: usize) -> Result<usize> {
+    len.checked_mul(dtype.size_in_bytes())
+        .filter(|&b| b <= isize::MAX as usize)
+        .ok_or_else(|| Error::ShapeOverflow { shape: vec![len] })
+}
+
 impl CpuStorage {
-    pub(crate) fn from_vec<T: Element>(data: Vec<T>) -> Self {
-        let mut s = Self::zeroed(T::DTYPE, data.len());
+    pub(crate) fn from_vec<T: Element>(data: Vec<T>) -> Result<Self> {
+        let mut s = Self::zeroed(T::DTYPE, data.len())?;
         s.as_mut_slice::<T>().copy_from_slice(&data);
-        s
+        Ok(s)
     }
 
     /// All-zero bytes, which is the value 0 (or `false`) for every dtype.
-    pub(crate) fn zeroed(dtype: DType, len: usize) -> Self {
-        let bytes = len * dtype.size_in_bytes();
-        CpuStorage {
-            words: vec![0u64; bytes.div_ceil(8)],
+    pub(crate) fn zeroed(dtype: DType, len: usize) -> Result<Self> {
+        let bytes = byte_len(dtype, len)?;
+        Ok(CpuStorage {
+            words: try_vec(0u64, bytes.div_ceil(8))?,
             len,
             dtype,
-        }
+        })
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -75,7 +103,7 @@ impl CpuStorage {
                 ),
             });
         }
-        let mut s = Self::zeroed(dtype, bytes.len() / size);
+        let mut s = Self::zeroed(dtype, bytes.len() / size)?;
         // SAFETY: same allocation reinterpreted as bytes, length checked above.
         let dst =
             unsafe { std::slice::from_raw_parts_mut(s.words.as_mut_ptr() as *mut u8, bytes.len()) };

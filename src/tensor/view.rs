@@ -2,7 +2,7 @@
 //! (except `reshape`, which copies only when no view can express the result,
 //! as in torch).
 
-use super::{checked_numel, contiguous_strides, Shape, Strides, Tensor};
+use super::{checked_shape, checked_span, contiguous_strides, Shape, Strides, Tensor};
 use crate::{Error, Result};
 
 /// Wraps a possibly negative dim into `0..rank`, as torch does.
@@ -19,6 +19,16 @@ pub(crate) fn wrap_dim(dim: isize, rank: usize) -> Result<usize> {
     })
 }
 
+/// A Python slice bound on a dim of `size`: a negative one counts from the
+/// end, then it is clamped to `0..=size`.
+fn python_index(i: isize, size: usize) -> usize {
+    if i < 0 {
+        size.saturating_sub(i.unsigned_abs())
+    } else {
+        i.unsigned_abs().min(size)
+    }
+}
+
 impl Tensor {
     fn view_with(&self, shape: Shape, strides: Strides, offset: usize) -> Tensor {
         Tensor {
@@ -32,7 +42,18 @@ impl Tensor {
 
     /// A view with arbitrary shape, element strides and storage offset, as
     /// `torch.as_strided`. Strides must be non-negative and every element
-    /// must lie inside the storage.
+    /// must lie inside the storage; strides and offsets too large to address
+    /// are an [`Error::LayoutOverflow`].
+    ///
+    /// ```
+    /// use tensor_reduce::{Error, Tensor};
+    /// let x = Tensor::from_vec((0..8).map(|v| v as f32).collect(), &[8])?;
+    /// let diag = x.as_strided(&[2, 2], &[3, 1], 1)?;
+    /// assert_eq!(diag.to_vec::<f32>()?, vec![1., 2., 4., 5.]);
+    /// let wraps = x.as_strided(&[2, 2, 2, 2], &[1 << 62; 4], 0);
+    /// assert!(matches!(wraps, Err(Error::LayoutOverflow { .. })));
+    /// # Ok::<(), tensor_reduce::Error>(())
+    /// ```
     pub fn as_strided(&self, shape: &[usize], strides: &[isize], offset: usize) -> Result<Tensor> {
         if shape.len() != strides.len() {
             return Err(Error::InvalidView(format!(
@@ -41,14 +62,8 @@ impl Tensor {
                 strides.len()
             )));
         }
-        if let Some(s) = strides.iter().find(|&&s| s < 0) {
-            return Err(Error::InvalidView(format!(
-                "negative stride {s} in {strides:?}"
-            )));
-        }
-        checked_numel(shape)?;
+        let (_, hi) = checked_span(shape, strides, offset, self.dtype.size_in_bytes())?;
         let t = self.view_with(shape.into(), strides.into(), offset);
-        let (_, hi) = t.storage_span();
         let len = self.storage.len();
         if t.numel() > 0 && hi > len {
             return Err(Error::OutOfBounds {
@@ -111,40 +126,62 @@ impl Tensor {
         }
     }
 
-    /// Elements `start..start + len` of `dim`.
+    /// Elements `start..start + len` of `dim`, as `torch.narrow`: unlike
+    /// [`Tensor::slice`], a range that does not fit the dim is an error.
     pub fn narrow(&self, dim: isize, start: usize, len: usize) -> Result<Tensor> {
-        self.slice(
-            dim,
-            start,
-            start
-                .checked_add(len)
-                .ok_or_else(|| Error::InvalidView("narrow range overflows".into()))?,
-            1,
-        )
+        let d = wrap_dim(dim, self.dim())?;
+        let size = self.shape.get(d).copied().unwrap_or(1);
+        let end = start.checked_add(len).filter(|&e| e <= size);
+        let Some(end) = end else {
+            return Err(Error::InvalidView(format!(
+                "narrow range {start}..{start}+{len} does not fit dim {d} of size {size}"
+            )));
+        };
+        // Both fit in isize: they are at most a dim size, which is addressable.
+        self.slice(dim, start as isize, end as isize, 1)
     }
 
-    /// Elements `start..end` of `dim` taking every `step`-th, like
-    /// `x[..., start:end:step]` in torch (which needs `step > 0`).
-    pub fn slice(&self, dim: isize, start: usize, end: usize, step: usize) -> Result<Tensor> {
+    /// Elements `start..end` of `dim` taking every `step`-th, exactly as
+    /// Python's `x[..., start:end:step]` in torch: negative `start` and `end`
+    /// count from the end of the dim, both are then clamped to it, and a
+    /// range with `end <= start` is empty. `step` must be positive.
+    ///
+    /// ```
+    /// use tensor_reduce::Tensor;
+    /// let x = Tensor::from_vec((0..10).map(|v| v as f32).collect(), &[2, 5])?;
+    /// // x[:, 1:7:2]: the end is clamped to the dim's size.
+    /// assert_eq!(x.slice(1, 1, 7, 2)?.to_vec::<f32>()?, vec![1., 3., 6., 8.]);
+    /// // x[:, -2:]: the last two columns.
+    /// assert_eq!(x.slice(1, -2, isize::MAX, 1)?.to_vec::<f32>()?, vec![3., 4., 8., 9.]);
+    /// // x[:, 3:1]: empty.
+    /// assert_eq!(x.slice(1, 3, 1, 1)?.shape(), &[2, 0]);
+    /// # Ok::<(), tensor_reduce::Error>(())
+    /// ```
+    pub fn slice(&self, dim: isize, start: isize, end: isize, step: usize) -> Result<Tensor> {
         let d = wrap_dim(dim, self.dim())?;
         if self.dim() == 0 {
             return Err(Error::InvalidView("cannot slice a 0-d tensor".into()));
         }
-        let size = self.shape[d];
         if step == 0 {
             return Err(Error::InvalidView("slice step must be positive".into()));
         }
-        if start > end || end > size {
-            return Err(Error::InvalidView(format!(
-                "range {start}..{end} does not fit dim {d} of size {size}"
-            )));
-        }
+        let size = self.shape[d];
+        let (start, end) = (python_index(start, size), python_index(end, size));
+        let len = end.saturating_sub(start).div_ceil(step);
         let mut t = self.clone();
-        t.shape[d] = (end - start).div_ceil(step);
-        if t.shape[d] > 0 {
+        t.shape[d] = len;
+        if len > 0 {
             t.offset += start * self.strides[d] as usize;
         }
-        t.strides[d] = self.strides[d] * step as isize;
+        // With two or more elements, stride * step is inside the span and so
+        // addressable; with one or none the stride is never walked, and
+        // keeping the old one avoids overflowing on a huge step.
+        let esize = self.dtype.size_in_bytes() as isize;
+        t.strides[d] = isize::try_from(step)
+            .ok()
+            .and_then(|st| self.strides[d].checked_mul(st))
+            .filter(|s| s.checked_mul(esize).is_some())
+            .unwrap_or(self.strides[d]);
         Ok(t)
     }
 
@@ -177,20 +214,33 @@ impl Tensor {
                 strides.push(0);
             } else {
                 return Err(err(format!(
-                    "dim {i} has size {d}, which is neither {n} nor 1"
+                    "dim {} has size {d}, which cannot become {n}: only dims of size 1 broadcast",
+                    i - lead
                 )));
             }
         }
-        checked_numel(shape)?;
+        checked_shape(shape, self.dtype.size_in_bytes())?;
         Ok(self.view_with(shape.into(), strides, self.offset))
     }
 
     /// Inserts a dim of size 1 at `dim` (in `-(rank+1)..=rank`).
     pub fn unsqueeze(&self, dim: isize) -> Result<Tensor> {
         let rank = self.dim();
-        let d = wrap_dim(dim, rank + 1)?;
+        let d = wrap_dim(dim, rank + 1).map_err(|_| {
+            Error::InvalidView(format!(
+                "unsqueeze dim {dim} is out of range for a tensor of rank {rank} (expected a dim in {}..={rank})",
+                -(rank as isize) - 1
+            ))
+        })?;
+        // torch's stride for the new dim; a size-1 dim is never walked, so
+        // when that product is not addressable (an empty tensor with a huge
+        // stride) any addressable stride does.
+        let esize = self.dtype.size_in_bytes() as isize;
         let stride = if d < rank {
-            self.strides[d] * self.shape[d] as isize
+            self.strides[d]
+                .checked_mul(self.shape[d] as isize)
+                .filter(|s| s.checked_mul(esize).is_some())
+                .unwrap_or(1)
         } else {
             1
         };
@@ -223,7 +273,10 @@ impl Tensor {
     /// A tensor of `shape` with the same elements in row-major order: a view
     /// when the strides allow one (torch's `computeStride`), else a copy.
     pub fn reshape(&self, shape: &[usize]) -> Result<Tensor> {
-        let (from_numel, to_numel) = (self.numel(), checked_numel(shape)?);
+        let (from_numel, to_numel) = (
+            self.numel(),
+            checked_shape(shape, self.dtype.size_in_bytes())?,
+        );
         if from_numel != to_numel {
             return Err(Error::ReshapeMismatch {
                 from: self.shape.to_vec(),

@@ -135,7 +135,9 @@ impl ViewOp {
             ViewOp::Permute(p) => t
                 .permute(&p.iter().map(|&d| d as isize).collect::<Vec<_>>())
                 .unwrap(),
-            ViewOp::Slice(d, s, e, step) => t.slice(*d as isize, *s, *e, *step).unwrap(),
+            ViewOp::Slice(d, s, e, step) => t
+                .slice(*d as isize, *s as isize, *e as isize, *step)
+                .unwrap(),
             ViewOp::Broadcast(d, n) => {
                 let u = t.unsqueeze(*d as isize).unwrap();
                 let mut shape = u.shape().to_vec();
@@ -223,9 +225,31 @@ pub fn out_eps(out: DType) -> f64 {
     }
 }
 
-/// Checks `got` against `reference` element by element with a bound valid
-/// for any summation order: `(n - 1)·eps·Σ|x|` for the accumulation plus the
-/// final rounding to the output dtype. Integers must match exactly.
+/// Levels of summation a pairwise (cascade) sum of `n` terms adds beyond
+/// the tree: the leaves' multi-lane runs and combining their lanes.
+pub const LEAF_LEVELS: u32 = 8;
+
+/// The error bound of a pairwise (cascade) sum of `n` terms whose absolute
+/// values sum to `abs_sum`, giving `reference`: each of the tree's
+/// `ceil(log2 n)` levels (plus [`LEAF_LEVELS`]) rounds by at most one `eps`
+/// of the accumulator, then the result is rounded once to `out`. A naive
+/// left-to-right sum has a bound growing with `n` instead, which long
+/// same-sign inputs exceed (`tolerance_rejects_a_sequential_sum` shows it).
+pub fn tolerance(reference: f64, abs_sum: f64, n: usize, out: DType) -> f64 {
+    let levels = n.max(2).next_power_of_two().trailing_zeros() + LEAF_LEVELS;
+    acc_eps(out) * levels as f64 * abs_sum * (1.0 + 1e-6) * (1.0 + out_eps(out))
+        + out_eps(out) * reference.abs() * 1.0001
+        // f16's subnormals are spaced 2^-24 apart: a result that small
+        // rounds by that much in absolute terms.
+        + if out == DType::F16 {
+            2f64.powi(-24)
+        } else {
+            0.0
+        }
+}
+
+/// Checks `got` against `reference` element by element within
+/// [`tolerance`]. Integers must match exactly.
 pub fn assert_close(
     got: &[f64],
     reference: &[f64],
@@ -240,13 +264,7 @@ pub fn assert_close(
             assert!(g.is_nan(), "{what}: element {i}: expected NaN, got {g}");
             continue;
         }
-        let tol = acc_eps(out) * (n.max(2) - 1) as f64 * s * (1.0 + 1e-6) * (1.0 + out_eps(out))
-            + out_eps(out) * r.abs() * 1.0001
-            + if out == DType::F16 {
-                2f64.powi(-24)
-            } else {
-                0.0
-            };
+        let tol = tolerance(r, s, n, out);
         assert!(
             (g - r).abs() <= tol,
             "{what}: element {i}: got {g}, expected {r} (tolerance {tol}, n {n})"

@@ -241,7 +241,7 @@ impl ReducePlan {
     /// use tensor_reduce::{cuda::plan::{DeviceProps, ReducePlan}, iter::TensorIterator};
     /// use tensor_reduce::{reduce::ReduceOp, DType};
     /// // x = [2^25] f32, x.sum(): one launch, 528 CTAs sharing the output.
-    /// let it = TensorIterator::reduction(&[1 << 25], &[1], 0, 4, 4, &[true]);
+    /// let it = TensorIterator::reduction(&[1 << 25], &[1], 0, 4, 4, &[true])?;
     /// let sum = ReduceOp::Sum.signature(DType::F32, None)?;
     /// let plan = ReducePlan::new(&it, &sum, &DeviceProps::h200())?;
     /// let launch = &plan.launches[0];
@@ -257,6 +257,7 @@ impl ReducePlan {
         props.validate()?;
         check_element_size(iter, TensorIterator::INPUT, "input", signature.input)?;
         check_element_size(iter, TensorIterator::OUTPUT, "output", signature.output)?;
+        crate::cuda::params::check_kernel_dims(iter.ndim())?;
         let mut plan = ReducePlan {
             iter: iter.clone(),
             signature: *signature,

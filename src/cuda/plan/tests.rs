@@ -27,7 +27,8 @@ fn plan(
         dtype.size_in_bytes(),
         out.size_in_bytes(),
         &mask,
-    );
+    )
+    .unwrap();
     ReducePlan::new(
         &it,
         &ReduceOp::Sum.signature(dtype, Some(out)).unwrap(),
@@ -371,7 +372,7 @@ fn staging_is_sized_to_the_slots_the_kernel_addresses() {
 
 #[test]
 fn bad_arguments_are_errors_not_panics() {
-    let it = TensorIterator::reduction(&[4, 4], &[4, 1], 0, 4, 4, &[false, true]);
+    let it = TensorIterator::reduction(&[4, 4], &[4, 1], 0, 4, 4, &[false, true]).unwrap();
     assert!(ReducePlan::new(
         &it,
         &ReduceOp::Sum
@@ -418,7 +419,7 @@ fn bad_arguments_are_errors_not_panics() {
         ));
     }
     // A stride so large that every 32-bit piece holds one element.
-    let it = TensorIterator::reduction(&[1 << 20], &[1 << 31], 0, 4, 4, &[true]);
+    let it = TensorIterator::reduction(&[1 << 20], &[1 << 31], 0, 4, 4, &[true]).unwrap();
     assert!(matches!(
         ReducePlan::new(
             &it,
@@ -437,7 +438,7 @@ fn a_tiny_device_changes_only_the_cta_split() {
         sm_count: 2,
         ..DeviceProps::h200()
     };
-    let it = TensorIterator::reduction(&[1 << 25], &[1], 0, 4, 4, &[true]);
+    let it = TensorIterator::reduction(&[1 << 25], &[1], 0, 4, 4, &[true]).unwrap();
     let p = ReducePlan::new(
         &it,
         &ReduceOp::Sum
