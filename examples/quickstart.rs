@@ -1,5 +1,6 @@
-//! tensor-reduce in a page: the torch.sum calls people write, printed the
-//! way a Python session with torch prints them.
+//! tensor-reduce in a page: the torch reductions people write (sum, mean,
+//! prod, amax, amin, nansum, any, all), printed the way a Python session
+//! with torch prints them.
 //!
 //! Run: `cargo run --release --example quickstart`. Uses the GPU when one is
 //! present, the CPU otherwise. `scripts/quickstart_torch.py` is its twin: it
@@ -44,6 +45,10 @@ fn main() -> Result<()> {
         "x.transpose(1, 3).sum(1)",
         x.transpose(1, 3)?.sum(&[1], false),
     )?;
+    // The rest of the family takes the same dims.
+    show("x.mean((0, 2))", x.mean(&[0, 2], false))?;
+    show("x.amax(1)", x.amax(&[1], false))?;
+    show("x.amin((0, -1), keepdim=True)", x.amin(&[0, -1], true))?;
 
     // Half precision accumulates in f32: 4096 ones sum to 4096, not 2048.
     setup("h = torch.ones(4096, dtype=torch.float16)");
@@ -59,6 +64,22 @@ fn main() -> Result<()> {
     let i = Tensor::arange(0.0, 12.0, 1.0, DType::I32, device)?.reshape(&[3, 4])?;
     show("i", Ok(i.clone()))?;
     show("i.sum(0)", i.sum(&[0], false))?;
+    show("i.prod(1)", i.prod(&[1], false))?;
+    show(
+        "i.prod(1, dtype=torch.float64)",
+        i.prod_dtype(&[1], false, DType::F64),
+    )?;
+    show("i.amax(0)", i.amax(&[0], false))?;
+    show("i.any(1)", i.any(&[1], false))?;
+    show("i.all(1)", i.all(&[1], false))?;
+    show("h.mean()", h.mean(&[], false))?;
+
+    // NaN propagates through sum and amax; nansum skips it.
+    setup("n = torch.tensor([1.0, float('nan'), 2.5])");
+    let n = Tensor::from_vec(vec![1.0f32, f32::NAN, 2.5], &[3])?.to_device(device)?;
+    show("n.sum()", n.sum_all())?;
+    show("n.nansum()", n.nansum(&[], false))?;
+    show("n.amax()", n.amax(&[], false))?;
 
     // A seeded random input, the way tests and benchmarks make them (our
     // generator is not torch's, so only the shape is compared).
