@@ -79,13 +79,15 @@ pub(crate) fn reduce(
     };
     let ordinal = storage.ordinal();
     let props = super::device_props(ordinal)?;
-    let plan = ReducePlan::new(iter, sig, &props)?;
-    let launches = &plan.launches;
     let out_dtype = sig.output;
     let n_out = iter.num_output_elements();
     let stream = storage.stream.clone();
     // The result lives on the input's stream, where the launches write it.
+    // Allocated before planning: a result too large for the device is out
+    // of memory, whatever the plan would have been.
     let out = CudaStorage::uninit_on(&stream, out_dtype, n_out)?;
+    let plan = ReducePlan::new(iter, sig, &props)?;
+    let launches = &plan.launches;
 
     let acc_buf =
         if plan.needs_acc_buffer {
