@@ -3,7 +3,7 @@
 //! Inputs are small integers, so every partial sum is exact in every
 //! accumulator and the GPU result must equal the CPU result bit for bit, for
 //! every dtype (16-bit outputs round once, at the end, on both). Each test
-//! also checks, through `explain_sum` with the live device's properties,
+//! also checks, through `explain` with the live device's properties,
 //! that the plan really takes the path the test is named after.
 //!
 //! These need a GPU: they are `#[ignore]`d so `cargo test` skips them
@@ -94,7 +94,7 @@ fn check(
     if let Some(i) = g.iter().zip(&w).position(|(a, b)| a != b) {
         panic!("{:?} {} -> {out} over {dims:?}: element {i} of {} differs: gpu bits {:#x}, cpu bits {:#x}", vc.shape(), vc.dtype(), g.len(), g[i], w[i]);
     }
-    // explain_sum plans for the default output dtype; the config does not
+    // explain plans for the default output dtype; the config does not
     // depend on it for these dtypes, except through the accumulator size.
     vg.explain(ReduceOp::Sum, dims, false, props)
         .map(|p| p.launches)

@@ -240,7 +240,7 @@ fn result_numel(t: &Tensor, dims: &[isize]) -> Option<usize> {
 fn exercise(t: &Tensor, case: &Case) -> std::result::Result<(), TestCaseError> {
     let what = format!("{t:?}");
     // Plans are descriptions: always cheap.
-    no_panic(&format!("explain_sum of {what}"), || {
+    no_panic(&format!("explain of {what}"), || {
         let _ = t.explain(
             ReduceOp::Sum,
             &case.dims,

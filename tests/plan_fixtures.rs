@@ -116,7 +116,7 @@ fn every_recorded_launch_matches() {
 }
 
 #[test]
-fn explain_sum_agrees_with_the_raw_layout_path() {
+fn explain_agrees_with_the_raw_layout_path() {
     // The seed's small example through the public tensor API.
     let x = Tensor::zeros(&[2, 3, 4, 5], DType::F32, Device::Cpu).unwrap();
     let plan = x
