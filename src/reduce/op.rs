@@ -293,7 +293,6 @@ impl ReduceOp {
             .flat_map(|input| requests.iter().map(move |&d| (input, d)))
             .filter_map(|(input, d)| self.signature(input, d).ok())
             .collect();
-        out.dedup();
         let mut seen = std::collections::HashSet::new();
         out.retain(|s| seen.insert(*s));
         out
