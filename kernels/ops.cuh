@@ -10,6 +10,10 @@
 //   project<out_t>(acc)    turn the final accumulator into the result
 //   warp_shfl_down(acc, d) move an accumulator across lanes
 //   translate_idx(acc, b)  shift stored indices of a split iterator
+//   noutputs               1, or 2 for the ops that write a second output
+//                          (indices, max, mean) from the same accumulator:
+//                          they also define second_t<out_t> (its element
+//                          type) and project_second<out_t>(acc)
 // Each functor is a template over <compute_t, cast_t>: elements are cast to
 // cast_t first where that cast changes values (torch's `self.to(dtype)`
 // before `sum(dtype=)`), then converted to compute_t, the type the op
@@ -48,14 +52,42 @@ __device__ __forceinline__ int64_t mul_op(int64_t a, int64_t b) {
 __device__ __forceinline__ float mul_op(float a, float b) { return a * b; }
 __device__ __forceinline__ double mul_op(double a, double b) { return a * b; }
 
+// Float math for the ops that need it, one name for both widths.
+__device__ __forceinline__ float exp_op(float v) { return expf(v); }
+__device__ __forceinline__ double exp_op(double v) { return exp(v); }
+__device__ __forceinline__ float log_op(float v) { return logf(v); }
+__device__ __forceinline__ double log_op(double v) { return log(v); }
+__device__ __forceinline__ float sqrt_op(float v) { return sqrtf(v); }
+__device__ __forceinline__ double sqrt_op(double v) { return sqrt(v); }
+__device__ __forceinline__ float abs_op(float v) { return fabsf(v); }
+__device__ __forceinline__ double abs_op(double v) { return fabs(v); }
+__device__ __forceinline__ float pow_op(float v, float p) { return powf(v, p); }
+__device__ __forceinline__ double pow_op(double v, double p) { return pow(v, p); }
+
+__device__ __forceinline__ int32_t shfl_down(int32_t v, int offset) { return (int32_t)shfl_down_u32((uint32_t)v, offset); }
+
 __device__ __forceinline__ bool is_nan(float v) { return v != v; }
 __device__ __forceinline__ bool is_nan(double v) { return v != v; }
 __device__ __forceinline__ bool is_nan(int64_t) { return false; }
 
 // The parts every scalar-accumulator functor shares: shuffles move the
 // value, and there are no indices to translate.
+// Two values of one type: aminmax's (min, max), logsumexp's (max, sum).
+// Its size is the host's Accumulator::Pair.
+template <typename T>
+struct Pair {
+  T first;
+  T second;
+};
+
+template <typename T>
+__device__ __forceinline__ Pair<T> shfl_down(Pair<T> a, int offset) {
+  return {shfl_down(a.first, offset), shfl_down(a.second, offset)};
+}
+
 template <typename arg_t>
 struct ScalarOpsBase {
+  static constexpr int noutputs = 1;
   __device__ __forceinline__ arg_t warp_shfl_down(arg_t a, int offset) const { return shfl_down(a, offset); }
   __device__ __forceinline__ arg_t translate_idx(arg_t a, int64_t /*base_idx*/) const { return a; }
   template <typename out_t>

@@ -142,6 +142,9 @@ struct ReduceOp {
     }
 
     Array<out_scalar_t*, output_vec_size> out;
+    // Element positions in the output, where a second output (same layout,
+    // its own element size) is written too.
+    Array<index_t, output_vec_size> out_elem;
     index_t base_offset0 = 0;
 #pragma unroll
     for (int i = 0; i < output_vec_size; i++) {
@@ -150,6 +153,7 @@ struct ReduceOp {
         base_offset0 = off;
       }
       out[i] = reinterpret_cast<out_scalar_t*>(args.dst[0] + off);
+      out_elem[i] = off / (index_t)sizeof(out_scalar_t);
     }
 
     arg_vec_t* acc = nullptr;
@@ -160,9 +164,9 @@ struct ReduceOp {
     }
 
     if (config.should_global_reduce()) {
-      global_reduce<output_vec_size>(value, acc, out, output_idx, shared_memory);
+      global_reduce<output_vec_size>(value, acc, out, out_elem, output_idx, shared_memory);
     } else if (config.should_store(output_idx)) {
-      store_output<output_vec_size>(value, acc, out);
+      store_output<output_vec_size>(value, acc, out, out_elem);
     }
   }
 
@@ -175,7 +179,8 @@ struct ReduceOp {
   template <int output_vec_size>
   __device__ __forceinline__ void store_output(Array<arg_t, output_vec_size> value,
                                                Array<arg_t, output_vec_size>* acc,
-                                               const Array<out_scalar_t*, output_vec_size>& out) const {
+                                               const Array<out_scalar_t*, output_vec_size>& out,
+                                               const Array<index_t, output_vec_size>& out_elem) const {
     const ops_t op = ops();
     if (args.accumulate) {
 #pragma unroll
@@ -213,6 +218,17 @@ struct ReduceOp {
 #pragma unroll
     for (int i = 0; i < output_vec_size; i++) {
       *out[i] = op.template project<out_scalar_t>(value[i]);
+    }
+    if constexpr (ops_t::noutputs == 2) {
+      // var and std share var_mean's functor but ask for one output.
+      if (args.noutputs == 2) {
+        using second_t = typename ops_t::template second_t<out_scalar_t>;
+        second_t* out2 = reinterpret_cast<second_t*>(args.dst[1]);
+#pragma unroll
+        for (int i = 0; i < output_vec_size; i++) {
+          out2[out_elem[i]] = op.template project_second<out_scalar_t>(value[i]);
+        }
+      }
     }
   }
 
@@ -538,6 +554,7 @@ struct ReduceOp {
   __device__ __forceinline__ void global_reduce(Array<arg_t, output_vec_size> value,
                                                 Array<arg_t, output_vec_size>* acc,
                                                 const Array<out_scalar_t*, output_vec_size>& out,
+                                                const Array<index_t, output_vec_size>& out_elem,
                                                 index_t output_idx, char* shared_memory) const {
     using arg_vec_t = Array<arg_t, output_vec_size>;
     const ReduceConfig& config = this->config();
@@ -570,7 +587,7 @@ struct ReduceOp {
         value = block_x_reduce<output_vec_size>(value, shared_memory);
       }
       if (should_store) {
-        store_output<output_vec_size>(value, acc, out);
+        store_output<output_vec_size>(value, acc, out, out_elem);
       }
     }
   }

@@ -7,77 +7,12 @@
 
 mod common;
 
-use common::{random_values, round_to, tensor_of, to_f64, Rng, ViewOp};
+use common::cases::{case_strategy, exact_sum, reference, wrapped_dims, Case};
+use common::{random_values, round_to, tensor_of, to_f64, Rng};
 use ndarray::{ArrayD, IxDyn};
 use proptest::prelude::*;
 use tensor_reduce::reduce::ReduceOp;
-use tensor_reduce::{DType, Device, Error, Tensor};
-
-#[derive(Debug, Clone)]
-struct Case {
-    dtype: DType,
-    base_shape: Vec<usize>,
-    views: Vec<ViewOp>,
-    dims: Vec<isize>,
-    keepdim: bool,
-    seed: u64,
-}
-
-fn nonempty(shape: &[usize]) -> usize {
-    shape.iter().map(|&d| d.max(1)).product()
-}
-
-fn case_strategy(dtype: DType) -> impl Strategy<Value = Case> {
-    let dim_size = prop_oneof![6 => 0usize..6, 2 => 6usize..40, 1 => 40usize..700];
-    (
-        proptest::collection::vec(dim_size, 0..=5),
-        any::<u64>(),
-        any::<bool>(),
-    )
-        .prop_filter_map(
-            "at most 20k elements",
-            move |(base_shape, seed, keepdim)| {
-                if nonempty(&base_shape) > 20_000 {
-                    return None;
-                }
-                let mut rng = Rng(seed);
-                let mut shape = base_shape.clone();
-                let mut views = Vec::new();
-                for _ in 0..rng.below(4) {
-                    if let Some(op) = ViewOp::random(&shape, &mut rng) {
-                        let probe =
-                            op.apply(&Tensor::zeros(&shape, DType::U8, Device::Cpu).unwrap());
-                        if nonempty(probe.shape()) > 30_000 {
-                            continue;
-                        }
-                        shape = probe.shape().to_vec();
-                        views.push(op);
-                    }
-                }
-                let rank = shape.len();
-                let mut dims: Vec<isize> = (0..rank as isize).filter(|_| rng.chance(0.5)).collect();
-                if rank > 0 && dims.is_empty() && rng.chance(0.5) {
-                    dims.push(rng.below(rank) as isize);
-                }
-                for d in dims.iter_mut() {
-                    if rng.chance(0.5) {
-                        *d -= rank as isize;
-                    }
-                }
-                for i in (1..dims.len()).rev() {
-                    dims.swap(i, rng.below(i + 1));
-                }
-                Some(Case {
-                    dtype,
-                    base_shape,
-                    views,
-                    dims,
-                    keepdim,
-                    seed,
-                })
-            },
-        )
-}
+use tensor_reduce::{DType, Device, Error};
 
 /// Input values suited to the op: exact in the dtype, with NaN where it
 /// matters, zeros for the truth tests, and for `prod` mostly ±1 with rare
@@ -119,34 +54,6 @@ fn values_for(op: ReduceOp, dtype: DType, n: usize, rng: &mut Rng) -> Vec<f64> {
     v
 }
 
-/// Applies `fold` to the values of each output's reduced slice, in the
-/// input's logical order, and shapes the result as torch does.
-fn reference<F: Fn(&[f64]) -> f64>(
-    a: &ArrayD<f64>,
-    dims: &[usize],
-    keepdim: bool,
-    fold: F,
-) -> (Vec<usize>, Vec<f64>) {
-    let rank = a.ndim();
-    let kept: Vec<usize> = (0..rank).filter(|d| !dims.contains(d)).collect();
-    let order: Vec<usize> = kept.iter().chain(dims.iter()).copied().collect();
-    let p = a.view().permuted_axes(IxDyn(&order));
-    let n_out: usize = kept.iter().map(|&d| a.shape()[d]).product();
-    let n_red: usize = dims.iter().map(|&d| a.shape()[d]).product();
-    let flat: Vec<f64> = p.iter().copied().collect();
-    let out: Vec<f64> = (0..n_out)
-        .map(|o| fold(&flat[o * n_red..(o + 1) * n_red]))
-        .collect();
-    let shape = (0..rank)
-        .filter_map(|d| match (dims.contains(&d), keepdim) {
-            (false, _) => Some(a.shape()[d]),
-            (true, true) => Some(1),
-            (true, false) => None,
-        })
-        .collect();
-    (shape, out)
-}
-
 fn eps(d: DType) -> f64 {
     match d {
         DType::F16 => 2f64.powi(-11),
@@ -176,22 +83,6 @@ fn nan_max(v: &[f64], larger: bool) -> f64 {
     )
 }
 
-/// Neumaier's compensated sum: close to exact, so the reference's own
-/// rounding does not eat into the tolerance even for f64 inputs.
-fn exact_sum<'a>(v: impl IntoIterator<Item = &'a f64>) -> f64 {
-    let (mut sum, mut comp) = (0.0f64, 0.0f64);
-    for &x in v {
-        let t = sum + x;
-        comp += if sum.abs() >= x.abs() {
-            (sum - t) + x
-        } else {
-            (x - t) + sum
-        };
-        sum = t;
-    }
-    sum + comp
-}
-
 /// Wrapping i64 product, as torch's integer prod.
 fn int_prod(v: &[f64]) -> f64 {
     v.iter().fold(1i64, |a, &b| a.wrapping_mul(b as i64)) as f64
@@ -211,23 +102,7 @@ fn check_case(op: ReduceOp, case: &Case, device: Device) -> Result<(), TestCaseE
         a = v.apply_ref(a);
     }
     let rank = x.dim();
-    let wrapped: Vec<usize> = if case.dims.is_empty() {
-        (0..rank).collect()
-    } else {
-        let mut w: Vec<usize> = case
-            .dims
-            .iter()
-            .map(|&d| {
-                if d < 0 {
-                    (d + rank as isize) as usize
-                } else {
-                    d as usize
-                }
-            })
-            .collect();
-        w.sort_unstable();
-        w
-    };
+    let wrapped = wrapped_dims(&case.dims, rank);
     let result = match op {
         ReduceOp::Prod => x.prod(&case.dims, case.keepdim),
         ReduceOp::NanSum => x.nansum(&case.dims, case.keepdim),
@@ -237,6 +112,7 @@ fn check_case(op: ReduceOp, case: &Case, device: Device) -> Result<(), TestCaseE
         ReduceOp::Any => x.any(&case.dims, case.keepdim),
         ReduceOp::All => x.all(&case.dims, case.keepdim),
         ReduceOp::Sum => x.sum(&case.dims, case.keepdim),
+        op => unreachable!("{op} has its own property tests"),
     };
     let n_red: usize = wrapped.iter().map(|&d| x.shape()[d]).product();
     let expected_dtype = op.output_dtype(case.dtype, None);
@@ -272,6 +148,7 @@ fn check_case(op: ReduceOp, case: &Case, device: Device) -> Result<(), TestCaseE
         ReduceOp::Any => v.iter().any(|&x| x != 0.0) as u8 as f64,
         ReduceOp::All => v.iter().all(|&x| x != 0.0) as u8 as f64,
         ReduceOp::Sum => exact_sum(v),
+        op => unreachable!("{op} has its own property tests"),
     });
     let (_, abs) = reference(&a, &wrapped, case.keepdim, |v| {
         v.iter().filter(|x| !x.is_nan()).map(|x| x.abs()).sum()

@@ -12,7 +12,7 @@
 //! them fail instead.
 
 use tensor_reduce::cuda::plan::{DeviceProps, LaunchPlan};
-use tensor_reduce::reduce::ReduceOp;
+use tensor_reduce::reduce::{NormKind, ReduceOp};
 use tensor_reduce::{cuda, DType, Device, Tensor};
 
 /// The device to test on, or `None` (after printing why) to skip.
@@ -461,19 +461,83 @@ fn runs_are_bitwise_deterministic() {
     }
 }
 
-/// `op` over `dims` of `view(x)`, through the public entry point.
-fn apply(op: ReduceOp, x: &Tensor, dims: &[isize]) -> Tensor {
+/// `op` over `dims` of `x` through the public entry point: every output
+/// (values and indices, min and max, var and mean). The index ops take one
+/// dim: the first of `dims`, or the flattened tensor (`argmax`) or dim 0
+/// (`max_dim`) for `&[]`.
+fn apply(op: ReduceOp, x: &Tensor, dims: &[isize]) -> Vec<Tensor> {
+    let one = |t: tensor_reduce::Result<Tensor>| vec![t.unwrap()];
+    let two = |t: tensor_reduce::Result<(Tensor, Tensor)>| {
+        let (a, b) = t.unwrap();
+        vec![a, b]
+    };
+    let dim = dims.first().copied();
     match op {
-        ReduceOp::Sum => x.sum(dims, false),
-        ReduceOp::NanSum => x.nansum(dims, false),
-        ReduceOp::Prod => x.prod(dims, false),
-        ReduceOp::Mean => x.mean(dims, false),
-        ReduceOp::AMax => x.amax(dims, false),
-        ReduceOp::AMin => x.amin(dims, false),
-        ReduceOp::Any => x.any(dims, false),
-        ReduceOp::All => x.all(dims, false),
+        ReduceOp::Sum => one(x.sum(dims, false)),
+        ReduceOp::NanSum => one(x.nansum(dims, false)),
+        ReduceOp::Prod => one(x.prod(dims, false)),
+        ReduceOp::Mean => one(x.mean(dims, false)),
+        ReduceOp::AMax => one(x.amax(dims, false)),
+        ReduceOp::AMin => one(x.amin(dims, false)),
+        ReduceOp::Any => one(x.any(dims, false)),
+        ReduceOp::All => one(x.all(dims, false)),
+        ReduceOp::MaxDim => two(x.max_dim(dim.unwrap_or(0), false)),
+        ReduceOp::MinDim => two(x.min_dim(dim.unwrap_or(0), false)),
+        ReduceOp::ArgMax => one(x.argmax(dim, false)),
+        ReduceOp::ArgMin => one(x.argmin(dim, false)),
+        ReduceOp::AMinMax => two(x.aminmax(dims, false)),
+        ReduceOp::Var => one(x.var(dims, 1.0, false)),
+        ReduceOp::Std => one(x.std(dims, 1.0, false)),
+        ReduceOp::VarMean => two(x.var_mean(dims, 1.0, false)),
+        ReduceOp::StdMean => two(x.std_mean(dims, 1.0, false)),
+        ReduceOp::Norm(kind) => one(x.norm(order(kind), dims, false)),
+        ReduceOp::LogSumExp => one(x.logsumexp(dims, false)),
     }
-    .unwrap()
+}
+
+/// An order of each kind of norm (3 for a general p).
+fn order(kind: NormKind) -> f64 {
+    match kind {
+        NormKind::Zero => 0.0,
+        NormKind::One => 1.0,
+        NormKind::Two => 2.0,
+        NormKind::Inf => f64::INFINITY,
+        NormKind::NegInf => f64::NEG_INFINITY,
+        NormKind::P => 3.0,
+    }
+}
+
+/// Whether `op` on small integers is exact, so the GPU must match the CPU
+/// bit for bit; the others round differently with the order of their
+/// combines (Welford's divisions, exp, pow), and match to a few ulps.
+fn exact(op: ReduceOp) -> bool {
+    !matches!(
+        op,
+        ReduceOp::Var
+            | ReduceOp::Std
+            | ReduceOp::VarMean
+            | ReduceOp::StdMean
+            | ReduceOp::Norm(NormKind::Two | NormKind::P)
+            | ReduceOp::LogSumExp
+    )
+}
+
+/// `got` within a few ulps of the output dtype of `want` (NaN where it is
+/// NaN, infinities equal).
+fn assert_close(got: &Tensor, want: &Tensor, what: &str) {
+    let tol = match want.dtype() {
+        DType::F64 => 1e-12,
+        DType::F32 => 1e-5,
+        DType::F16 => 2e-3,
+        _ => 1.6e-2,
+    };
+    let g = got.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap();
+    let w = want.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap();
+    assert_eq!(g.len(), w.len(), "{what}");
+    for (i, (a, b)) in g.iter().zip(&w).enumerate() {
+        let ok = (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= tol * b.abs().max(1.0);
+        assert!(ok, "{what}: element {i}: GPU {a}, CPU {b}");
+    }
 }
 
 #[test]
@@ -508,15 +572,26 @@ fn every_op_on_every_path() {
                     (-1, 2)
                 };
                 let x = Tensor::randint(lo, hi, shape, dt, Device::Cpu, 7 + i as u64).unwrap();
-                let want = bits(&apply(op, &view(&x), dims));
+                let want = apply(op, &view(&x), dims);
                 let xg = view(&x.to_device(dev).unwrap());
-                let got = bits(&apply(op, &xg, dims));
-                assert_eq!(got, want, "{op} {dt} case {i}: GPU differs from CPU");
-                assert_eq!(
-                    bits(&apply(op, &xg, dims)),
-                    got,
-                    "{op} {dt} case {i}: not deterministic"
-                );
+                let got = apply(op, &xg, dims);
+                for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+                    let what = format!("{op} {dt} case {i} output {k}");
+                    assert_eq!((g.shape(), g.dtype()), (w.shape(), w.dtype()), "{what}");
+                    if exact(op) {
+                        assert_eq!(bits(g), bits(w), "{what}: GPU differs from CPU");
+                    } else {
+                        assert_close(g, w, &what);
+                    }
+                }
+                let again = apply(op, &xg, dims);
+                for (k, (a, g)) in again.iter().zip(&got).enumerate() {
+                    assert_eq!(
+                        bits(a),
+                        bits(g),
+                        "{op} {dt} case {i} output {k}: not deterministic"
+                    );
+                }
             }
         }
     }

@@ -3,26 +3,31 @@
 //!
 //! [`reduce`] picks the element type, the compute type and the functor of a
 //! [`Signature`] and runs the generic trees of [`tree`]; `project` then
-//! writes each accumulator to the result's dtype.
+//! writes each accumulator to the result's dtype (and to the second output's,
+//! for the ops that have one).
 
 mod element;
 mod explain;
+mod index_ops;
+mod norm_ops;
 mod ops;
 mod tree;
+mod welford;
 
 pub use explain::{CpuPlan, CpuStrategy};
 
 use crate::iter::TensorIterator;
-use crate::reduce::{OpParams, ReduceOp, Signature};
+use crate::reduce::{NormKind, OpParams, ReduceOp, Signature};
 use crate::tensor::storage::{CpuStorage, Storage};
 use crate::{with_dtype, DType, Error, Result, Tensor};
 use element::CpuElement;
-use ops::{Compute, Projected, ReduceOps};
+use ops::{Compute, Float, Projected, ReduceOps};
 use rayon::prelude::*;
 use std::sync::Arc;
 
 /// Runs `sig` over `input`, reducing the dims where `mask` is true, into a
-/// flat, contiguous tensor of `sig.output` holding the outputs in order.
+/// flat, contiguous tensor of `sig.output` holding the outputs in order
+/// (and a second of [`Signature::second_output`] for the ops that have one).
 ///
 /// A signature with a value-changing cast (`sum(dtype=f16)` of an f32
 /// tensor) reads a cast copy of the input: torch's own order, which the CPU
@@ -32,7 +37,7 @@ pub(crate) fn reduce(
     mask: &[bool],
     sig: &Signature,
     params: OpParams,
-) -> Result<Tensor> {
+) -> Result<(Tensor, Option<Tensor>)> {
     if let Some(cast) = sig.cast {
         let direct = Signature {
             input: cast,
@@ -48,19 +53,138 @@ pub(crate) fn reduce(
         });
     };
     let iter = TensorIterator::reduce_op(input, mask, sig.output)?;
-    let out = with_dtype!(input.dtype(), T => {
-        let data = storage.as_slice::<T>();
-        match sig.compute {
-            DType::F32 => run_op::<T, f32>(data, &iter, sig, params)?,
-            DType::F64 => run_op::<T, f64>(data, &iter, sig, params)?,
-            _ => run_op::<T, i64>(data, &iter, sig, params)?,
+    let (out, second) = match sig.op {
+        ReduceOp::MaxDim
+        | ReduceOp::MinDim
+        | ReduceOp::ArgMax
+        | ReduceOp::ArgMin
+        | ReduceOp::AMinMax => with_dtype!(input.dtype(), T => {
+            index_op::<T, <T as Widened>::Acc>(storage.as_slice::<T>(), &iter, sig)?
+        }),
+        ReduceOp::Var
+        | ReduceOp::Std
+        | ReduceOp::VarMean
+        | ReduceOp::StdMean
+        | ReduceOp::Norm(_)
+        | ReduceOp::LogSumExp => {
+            // Each element type has one float compute type (its signature's),
+            // so only those pairs are instantiated.
+            match input.dtype() {
+                DType::F16 => float_op::<crate::f16, f32>(storage.as_slice(), &iter, sig, params)?,
+                DType::BF16 => {
+                    float_op::<crate::bf16, f32>(storage.as_slice(), &iter, sig, params)?
+                }
+                DType::F32 => float_op::<f32, f32>(storage.as_slice(), &iter, sig, params)?,
+                DType::F64 => float_op::<f64, f64>(storage.as_slice(), &iter, sig, params)?,
+                // Integers reach only logsumexp (in f32).
+                DType::I32 => int_float_op::<i32>(storage.as_slice(), &iter, sig)?,
+                DType::I64 => int_float_op::<i64>(storage.as_slice(), &iter, sig)?,
+                DType::U8 => int_float_op::<u8>(storage.as_slice(), &iter, sig)?,
+                DType::Bool => int_float_op::<bool>(storage.as_slice(), &iter, sig)?,
+            }
         }
-    });
-    let n = out.len();
-    Ok(Tensor::from_storage(
-        Storage::Cpu(Arc::new(out)),
-        &[n],
-        sig.output,
+        _ => with_dtype!(input.dtype(), T => {
+            let data = storage.as_slice::<T>();
+            match sig.compute {
+                DType::F32 => run_op::<T, f32>(data, &iter, sig, params)?,
+                DType::F64 => run_op::<T, f64>(data, &iter, sig, params)?,
+                _ => run_op::<T, i64>(data, &iter, sig, params)?,
+            }
+        }),
+    };
+    let flat = |storage: CpuStorage, dtype| {
+        let n = storage.len();
+        Tensor::from_storage(Storage::Cpu(Arc::new(storage)), &[n], dtype)
+    };
+    Ok((
+        flat(out, sig.output),
+        second
+            .zip(sig.second_output())
+            .map(|(s, dtype)| flat(s, dtype)),
+    ))
+}
+
+/// Both outputs' storage (the second only for ops that have one).
+type Outputs = (CpuStorage, Option<CpuStorage>);
+
+/// The compute type the comparisons of an element type run in (its
+/// [`DType::accumulator`]), so that the index ops are instantiated once per
+/// element type.
+trait Widened {
+    type Acc: Compute;
+}
+
+macro_rules! widened {
+    ($($t:ty => $w:ty),*) => { $(impl Widened for $t { type Acc = $w; })* };
+}
+widened!(crate::f16 => f32, crate::bf16 => f32, f32 => f32, f64 => f64, i32 => i64, i64 => i64, u8 => i64, bool => i64);
+
+/// The index ops and aminmax, on elements `T` compared in `W`.
+fn index_op<T: CpuElement, W: Compute>(
+    data: &[T],
+    iter: &TensorIterator,
+    sig: &Signature,
+) -> Result<Outputs> {
+    match sig.op {
+        ReduceOp::MaxDim => run::<T, W, _>(data, iter, sig, &index_ops::MaxDimOps),
+        ReduceOp::MinDim => run::<T, W, _>(data, iter, sig, &index_ops::MinDimOps),
+        ReduceOp::ArgMax => run::<T, W, _>(data, iter, sig, &index_ops::ArgMaxOps),
+        ReduceOp::ArgMin => run::<T, W, _>(data, iter, sig, &index_ops::ArgMinOps),
+        ReduceOp::AMinMax => run::<T, W, _>(data, iter, sig, &index_ops::MinMaxOps),
+        op => Err(not_dispatched(op)),
+    }
+}
+
+/// The ops that compute only in floats (var, the norms, logsumexp), on
+/// floating elements `T` computed in `F`.
+fn float_op<T: CpuElement, F: Float>(
+    data: &[T],
+    iter: &TensorIterator,
+    sig: &Signature,
+    params: OpParams,
+) -> Result<Outputs> {
+    match sig.op {
+        ReduceOp::Var | ReduceOp::Std | ReduceOp::VarMean | ReduceOp::StdMean => {
+            run::<T, F, _>(data, iter, sig, &welford::WelfordOps::<F>::new(params))
+        }
+        ReduceOp::Norm(kind) => {
+            let p = params;
+            match kind {
+                NormKind::Zero => {
+                    run::<T, F, _>(data, iter, sig, &norm_ops::NormZeroOps::<F>::new(p))
+                }
+                NormKind::One => {
+                    run::<T, F, _>(data, iter, sig, &norm_ops::NormOneOps::<F>::new(p))
+                }
+                NormKind::Two => {
+                    run::<T, F, _>(data, iter, sig, &norm_ops::NormTwoOps::<F>::new(p))
+                }
+                NormKind::Inf => run::<T, F, _>(data, iter, sig, &norm_ops::AbsMaxOps),
+                NormKind::NegInf => run::<T, F, _>(data, iter, sig, &norm_ops::AbsMinOps),
+                NormKind::P => run::<T, F, _>(data, iter, sig, &norm_ops::NormOps::<F>::new(p)),
+            }
+        }
+        ReduceOp::LogSumExp => run::<T, F, _>(data, iter, sig, &norm_ops::LogSumExpOps),
+        op => Err(not_dispatched(op)),
+    }
+}
+
+/// logsumexp of integer or bool elements, in f32 (torch's default float).
+fn int_float_op<T: CpuElement>(
+    data: &[T],
+    iter: &TensorIterator,
+    sig: &Signature,
+) -> Result<Outputs> {
+    match sig.op {
+        ReduceOp::LogSumExp => run::<T, f32, _>(data, iter, sig, &norm_ops::LogSumExpOps),
+        op => Err(not_dispatched(op)),
+    }
+}
+
+/// A signature that reached a dispatch it cannot come from.
+fn not_dispatched(op: ReduceOp) -> Error {
+    Error::Unsupported(format!(
+        "internal: {op} dispatched to the wrong CPU kernel family"
     ))
 }
 
@@ -70,43 +194,55 @@ fn run_op<T: CpuElement, W: Compute>(
     iter: &TensorIterator,
     sig: &Signature,
     params: OpParams,
-) -> Result<CpuStorage> {
+) -> Result<Outputs> {
     match sig.op {
-        ReduceOp::Sum => run::<T, W, _>(data, iter, sig.output, &ops::SumOps),
-        ReduceOp::NanSum => run::<T, W, _>(data, iter, sig.output, &ops::NanSumOps),
-        ReduceOp::Prod => run::<T, W, _>(data, iter, sig.output, &ops::ProdOps),
-        ReduceOp::Mean => run::<T, W, _>(data, iter, sig.output, &ops::MeanOps::<W>::new(params)),
-        ReduceOp::AMax => run::<T, W, _>(data, iter, sig.output, &ops::MaxOps),
-        ReduceOp::AMin => run::<T, W, _>(data, iter, sig.output, &ops::MinOps),
-        ReduceOp::Any => run::<T, W, _>(data, iter, sig.output, &ops::AnyOps),
-        ReduceOp::All => run::<T, W, _>(data, iter, sig.output, &ops::AllOps),
+        ReduceOp::Sum => run::<T, W, _>(data, iter, sig, &ops::SumOps),
+        ReduceOp::NanSum => run::<T, W, _>(data, iter, sig, &ops::NanSumOps),
+        ReduceOp::Prod => run::<T, W, _>(data, iter, sig, &ops::ProdOps),
+        ReduceOp::Mean => run::<T, W, _>(data, iter, sig, &ops::MeanOps::<W>::new(params)),
+        ReduceOp::AMax => run::<T, W, _>(data, iter, sig, &ops::MaxOps),
+        ReduceOp::AMin => run::<T, W, _>(data, iter, sig, &ops::MinOps),
+        ReduceOp::Any => run::<T, W, _>(data, iter, sig, &ops::AnyOps),
+        ReduceOp::All => run::<T, W, _>(data, iter, sig, &ops::AllOps),
+        op => Err(not_dispatched(op)),
     }
 }
 
 fn run<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     data: &[T],
     iter: &TensorIterator,
-    out_dtype: DType,
+    sig: &Signature,
     op: &R,
-) -> Result<CpuStorage> {
+) -> Result<Outputs> {
     let accs = tree::reduce(data, iter, op)?;
-    project(op, accs, out_dtype)
+    let first = project(op, &accs, sig.output, false)?;
+    let second = match sig.second_output() {
+        Some(dtype) => Some(project(op, &accs, dtype, true)?),
+        None => None,
+    };
+    Ok((first, second))
 }
 
-/// torch's `project`, then the cast to the output dtype, into a fallibly
-/// allocated storage.
+/// torch's `project`, then the cast to `dtype`, into a fallibly allocated
+/// storage: the first output's value or, with `second`, the second's (the
+/// projection is cheap beside the reduction, so each output projects
+/// again rather than holding every projected pair).
 fn project<W: Compute, R: ReduceOps<W>>(
     op: &R,
-    accs: Vec<R::Acc>,
-    out_dtype: DType,
+    accs: &[R::Acc],
+    dtype: DType,
+    second: bool,
 ) -> Result<CpuStorage> {
-    with_dtype!(out_dtype, O => {
-        let mut out = CpuStorage::zeroed(out_dtype, accs.len())?;
+    with_dtype!(dtype, O => {
+        let mut out = CpuStorage::zeroed(dtype, accs.len())?;
         out.as_mut_slice::<O>()
             .par_iter_mut()
             .with_min_len(4096)
             .zip(accs.par_iter())
-            .for_each(|(o, &a)| *o = op.project(a).cast::<O>());
+            .for_each(|(o, &a)| {
+                let r = op.project(a);
+                *o = if second { r.cast_second::<O>() } else { r.cast::<O>() };
+            });
         Ok(out)
     })
 }

@@ -101,11 +101,94 @@ impl Compute for i64 {
     }
 }
 
+/// The compute types var, the norms and logsumexp run in: f32 and f64.
+pub(crate) trait Float:
+    Compute
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::Div<Output = Self>
+{
+    fn from_i32(n: i32) -> Self;
+    fn exp(self) -> Self;
+    fn ln(self) -> Self;
+    fn sqrt(self) -> Self;
+    fn abs(self) -> Self;
+    fn powf(self, p: Self) -> Self;
+}
+
+macro_rules! float_ops {
+    ($t:ty) => {
+        impl Float for $t {
+            #[inline(always)]
+            fn from_i32(n: i32) -> $t {
+                n as $t
+            }
+            #[inline(always)]
+            fn exp(self) -> $t {
+                <$t>::exp(self)
+            }
+            #[inline(always)]
+            fn ln(self) -> $t {
+                <$t>::ln(self)
+            }
+            #[inline(always)]
+            fn sqrt(self) -> $t {
+                <$t>::sqrt(self)
+            }
+            #[inline(always)]
+            fn abs(self) -> $t {
+                <$t>::abs(self)
+            }
+            #[inline(always)]
+            fn powf(self, p: $t) -> $t {
+                <$t>::powf(self, p)
+            }
+        }
+    };
+}
+float_ops!(f32);
+float_ops!(f64);
+
 /// What `project` produces for one output position, written to the
-/// result's dtype.
+/// result's dtype (and, for the ops with two outputs, to the second's).
 pub(crate) trait Projected: Copy + Send + Sync {
     /// The value, converted to the output dtype.
     fn cast<O: Element>(self) -> O;
+    /// The second output's value, converted to its dtype. Only the ops with
+    /// a second output ([`crate::reduce::Signature::second_output`]) are
+    /// asked for it; for the others it is the first.
+    #[inline(always)]
+    fn cast_second<O: Element>(self) -> O {
+        self.cast()
+    }
+}
+
+/// An index (argmax, argmin): an i64 output.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Index(pub i64);
+
+impl Projected for Index {
+    #[inline(always)]
+    fn cast<O: Element>(self) -> O {
+        O::from_i64(self.0)
+    }
+}
+
+/// Two results of one accumulator, one per output: (value, index),
+/// (min, max), (var, mean).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Both<A, B>(pub A, pub B);
+
+impl<A: Projected, B: Projected> Projected for Both<A, B> {
+    #[inline(always)]
+    fn cast<O: Element>(self) -> O {
+        self.0.cast()
+    }
+    #[inline(always)]
+    fn cast_second<O: Element>(self) -> O {
+        self.1.cast()
+    }
 }
 
 impl<W: Compute> Projected for W {

@@ -168,14 +168,15 @@ pub fn device_props(ordinal: usize) -> Result<DeviceProps> {
 
 /// Runs a reduction on the GPU: the CUDA counterpart of
 /// [`crate::cpu::reduce`] (a flat, contiguous result of `sig.output`
-/// holding the outputs in order, on the input's device). Casts are fused
+/// holding the outputs in order, on the input's device, and the second
+/// output of the ops that have one). Casts are fused
 /// into the kernel's `reduce`, so the input is read where it is.
 pub(crate) fn reduce(
     input: &crate::Tensor,
     mask: &[bool],
     sig: &crate::reduce::Signature,
     params: crate::reduce::OpParams,
-) -> Result<crate::Tensor> {
+) -> Result<(crate::Tensor, Option<crate::Tensor>)> {
     let iter = crate::iter::TensorIterator::reduce_op(input, mask, sig.output)?;
     reduce::reduce(input, &iter, sig, params)
 }

@@ -177,6 +177,8 @@ pub(crate) struct Buffers {
     pub input_base: u64,
     /// Output base (likewise).
     pub output_base: u64,
+    /// Second output's base (indices, max, mean), or 0 for one output.
+    pub output2_base: u64,
     /// Accumulation buffer base (arg_t per output element), or 0.
     pub acc_base: u64,
     pub staging: u64,
@@ -189,6 +191,7 @@ impl ReduceArgs {
     pub(crate) fn new(
         launch: &LaunchPlan,
         out_elem_size: usize,
+        out2_elem_size: usize,
         acc_elem_size: usize,
         bufs: &Buffers,
         params: OpParams,
@@ -204,6 +207,12 @@ impl ReduceArgs {
             [&output_strides[nr..], &input_strides[nr..]],
         )?;
         let out_offset = it.data_offset(TensorIterator::OUTPUT);
+        // The second output mirrors the first's layout in its element size.
+        let dst2 = if bufs.output2_base == 0 {
+            0
+        } else {
+            bufs.output2_base + out_offset / out_elem_size as u64 * out2_elem_size as u64
+        };
         let acc_buf = if bufs.acc_base == 0 {
             0
         } else {
@@ -214,7 +223,7 @@ impl ReduceArgs {
             input_calc,
             output_calc,
             src: bufs.input_base + it.data_offset(TensorIterator::INPUT),
-            dst: [bufs.output_base + out_offset, 0],
+            dst: [bufs.output_base + out_offset, dst2],
             acc_buf,
             cta_buf: bufs.staging,
             semaphores: bufs.semaphores,
@@ -222,7 +231,7 @@ impl ReduceArgs {
             op_params: params.values,
             accumulate: it.accumulate() as u32,
             final_output: it.final_output() as u32,
-            noutputs: 1,
+            noutputs: if dst2 == 0 { 1 } else { 2 },
             reserved: 0,
         })
     }

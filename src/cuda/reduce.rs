@@ -70,7 +70,7 @@ pub(crate) fn reduce(
     iter: &TensorIterator,
     sig: &Signature,
     params: OpParams,
-) -> Result<Tensor> {
+) -> Result<(Tensor, Option<Tensor>)> {
     let Storage::Cuda(storage) = &input.storage else {
         return Err(Error::DeviceMismatch {
             expected: Device::Cuda(0),
@@ -86,6 +86,12 @@ pub(crate) fn reduce(
     // Allocated before planning: a result too large for the device is out
     // of memory, whatever the plan would have been.
     let out = CudaStorage::uninit_on(&stream, out_dtype, n_out)?;
+    // The second output (indices, max, mean) has the first's layout, in its
+    // own element size.
+    let second_dtype = sig.second_output();
+    let mut out2 = second_dtype
+        .map(|d| CudaStorage::uninit_on(&stream, d, n_out))
+        .transpose()?;
     let plan = ReducePlan::new(iter, sig, &props)?;
     let launches = &plan.launches;
 
@@ -126,6 +132,13 @@ pub(crate) fn reduce(
     {
         let (input_base, _in_guard) = storage.buf.device_ptr(&stream);
         let (output_base, _out_guard) = out.buf.device_ptr_mut(&stream);
+        let (output2_base, _out2_guard) = match &mut out2 {
+            Some(o) => {
+                let (p, g) = o.buf.device_ptr_mut(&stream);
+                (p, Some(g))
+            }
+            None => (0, None),
+        };
         let (acc_base, _acc_guard) = match &acc_buf {
             Some(b) => {
                 let (p, g) = b.device_ptr(&stream);
@@ -150,6 +163,7 @@ pub(crate) fn reduce(
         let bufs = Buffers {
             input_base,
             output_base,
+            output2_base,
             acc_base,
             staging,
             semaphores,
@@ -160,6 +174,7 @@ pub(crate) fn reduce(
             let args = ReduceArgs::new(
                 l,
                 out_dtype.size_in_bytes(),
+                second_dtype.map_or(0, DType::size_in_bytes),
                 sig.acc.size_in_bytes(),
                 &bufs,
                 params,
@@ -184,10 +199,11 @@ pub(crate) fn reduce(
     }
     drop(ws);
     drop(acc_buf);
-    Ok(Tensor::from_storage(
-        Storage::Cuda(Arc::new(out)),
-        &[n_out],
-        out_dtype,
+    let flat =
+        |o: CudaStorage, dtype| Tensor::from_storage(Storage::Cuda(Arc::new(o)), &[n_out], dtype);
+    Ok((
+        flat(out, out_dtype),
+        out2.zip(second_dtype).map(|(o, d)| flat(o, d)),
     ))
 }
 

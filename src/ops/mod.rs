@@ -3,6 +3,9 @@
 //! describe the op on the input's dtype, apply the empty-input rule, and
 //! hand the rest to the backend of the tensor's device.
 
+mod index;
+mod moments;
+mod norm;
 mod sum;
 mod value;
 
@@ -20,23 +23,43 @@ pub(crate) fn run(
     keepdim: bool,
     dtype: Option<DType>,
 ) -> Result<Tensor> {
+    Ok(run_with(input, op, dims, keepdim, dtype, 0.0)?.0)
+}
+
+/// [`run`] for the ops with a scalar argument `arg` (var's correction, a
+/// norm's `p`, see [`crate::reduce::Signature::params`]), returning both
+/// outputs of the ops that have two (see
+/// [`crate::reduce::Signature::second_output`]).
+pub(crate) fn run_with(
+    input: &Tensor,
+    op: ReduceOp,
+    dims: &[isize],
+    keepdim: bool,
+    dtype: Option<DType>,
+    arg: f64,
+) -> Result<(Tensor, Option<Tensor>)> {
     let sig = op.signature(input.dtype(), dtype)?;
     let rd = ReduceDims::resolve(input, dims, keepdim)?;
     rd.check_identity(op, input, dims)?;
+    let second = sig.second_output();
     if input.numel() == 0 {
-        let EmptyRule::Fill(value) = op.empty_rule() else {
+        let fill = |dtype: DType| match op.empty_rule() {
+            EmptyRule::Fill(value) => Tensor::full(&rd.out_shape, value, dtype, input.device()),
             // check_identity let it through: the output is empty too.
-            return Tensor::zeros(&rd.out_shape, sig.output, input.device());
+            EmptyRule::NoIdentity => Tensor::zeros(&rd.out_shape, dtype, input.device()),
         };
-        return Tensor::full(&rd.out_shape, value, sig.output, input.device());
+        return Ok((fill(sig.output)?, second.map(fill).transpose()?));
     }
     let num_outputs = rd.out_shape.iter().product();
-    let params = sig.params(num_outputs, input.numel());
-    let flat = match input.device() {
+    let params = sig.params(num_outputs, input.numel(), arg);
+    let (a, b) = match input.device() {
         Device::Cpu => cpu::reduce(input, &rd.mask, &sig, params)?,
         Device::Cuda(_) => cuda::reduce(input, &rd.mask, &sig, params)?,
     };
-    flat.reshape(&rd.out_shape)
+    Ok((
+        a.reshape(&rd.out_shape)?,
+        b.map(|b| b.reshape(&rd.out_shape)).transpose()?,
+    ))
 }
 
 impl Tensor {

@@ -7,4 +7,4 @@ mod dims;
 mod op;
 
 pub use dims::ReduceDims;
-pub use op::{Accumulator, EmptyRule, OpParams, ReduceOp, Signature};
+pub use op::{Accumulator, EmptyRule, NormKind, OpParams, ReduceOp, Signature};

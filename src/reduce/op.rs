@@ -31,6 +31,69 @@ pub enum ReduceOp {
     Any,
     /// `torch.all`: NaN counts as true.
     All,
+    /// `torch.max(x, dim)`: values and indices from one kernel. NaN counts
+    /// as the largest value; among ties (and among NaNs) the lowest index
+    /// wins.
+    MaxDim,
+    /// `torch.min(x, dim)`: see [`ReduceOp::MaxDim`].
+    MinDim,
+    /// `torch.argmax`: the index of [`ReduceOp::MaxDim`].
+    ArgMax,
+    /// `torch.argmin`.
+    ArgMin,
+    /// `torch.aminmax`: (min, max) from one kernel; NaN propagates.
+    AMinMax,
+    /// `torch.var`: Welford's algorithm (PyTorch's `WelfordOps`).
+    Var,
+    /// `torch.std`: the square root of [`ReduceOp::Var`].
+    Std,
+    /// `torch.var_mean`: (var, mean) from one kernel.
+    VarMean,
+    /// `torch.std_mean`: (std, mean) from one kernel.
+    StdMean,
+    /// `torch.linalg.vector_norm` of one order.
+    Norm(NormKind),
+    /// `torch.logsumexp`, in one pass with an online (max, scaled sum)
+    /// accumulator.
+    LogSumExp,
+}
+
+/// The order of a vector norm, as far as the kernel cares: each kind is its
+/// own functor (PyTorch's `NormZeroOps`, `NormOneOps`, `NormTwoOps`,
+/// `AbsMaxOps`, `AbsMinOps`, `NormOps`). A general `p` is passed at launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NormKind {
+    /// p = 0: the number of non-zero elements.
+    Zero,
+    /// p = 1: `Σ|x|`.
+    One,
+    /// p = 2: `sqrt(Σx²)`.
+    Two,
+    /// p = +inf: `max|x|`.
+    Inf,
+    /// p = -inf: `min|x|`.
+    NegInf,
+    /// Any other p: `(Σ|x|^p)^(1/p)`.
+    P,
+}
+
+impl NormKind {
+    /// The kind of order `p`.
+    pub fn of(p: f64) -> NormKind {
+        if p == 0.0 {
+            NormKind::Zero
+        } else if p == 1.0 {
+            NormKind::One
+        } else if p == 2.0 {
+            NormKind::Two
+        } else if p == f64::INFINITY {
+            NormKind::Inf
+        } else if p == f64::NEG_INFINITY {
+            NormKind::NegInf
+        } else {
+            NormKind::P
+        }
+    }
 }
 
 /// What a reduction over no elements gives.
@@ -50,6 +113,14 @@ pub enum EmptyRule {
 pub enum Accumulator {
     /// One value of this dtype (f32, f64, i64 or bool).
     Scalar(DType),
+    /// A value of this dtype and its i64 index (`tr::ValueIndex`).
+    ValueIndex(DType),
+    /// Two values of this dtype (`tr::Pair`): (min, max) for aminmax,
+    /// (max, scaled sum) for logsumexp.
+    Pair(DType),
+    /// Welford's state in this dtype (`tr::WelfordData`): mean, m2, an i32
+    /// count and the count as a float.
+    Welford(DType),
 }
 
 impl Accumulator {
@@ -58,6 +129,11 @@ impl Accumulator {
     pub const fn size_in_bytes(self) -> usize {
         match self {
             Accumulator::Scalar(d) => d.size_in_bytes(),
+            // The value is padded to the index's 8-byte alignment.
+            Accumulator::ValueIndex(_) => 16,
+            Accumulator::Pair(d) => 2 * d.size_in_bytes(),
+            // mean, m2, n (i32, padded to the float's alignment), nf.
+            Accumulator::Welford(d) => 4 * d.size_in_bytes(),
         }
     }
 }
@@ -66,6 +142,9 @@ impl fmt::Display for Accumulator {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Accumulator::Scalar(d) => write!(f, "{d}"),
+            Accumulator::ValueIndex(d) => write!(f, "({d} value, i64 index)"),
+            Accumulator::Pair(d) => write!(f, "({d}, {d})"),
+            Accumulator::Welford(d) => write!(f, "Welford ({d} mean, {d} m2, i32 n, {d} nf)"),
         }
     }
 }
@@ -102,7 +181,9 @@ pub struct Signature {
 }
 
 /// Per-call scalars an op reads (`tr::OpParams` in the kernels): mean's
-/// factor. Not part of the kernel, so not part of [`Signature`].
+/// factor, var's correction and whether to take the square root, a general
+/// norm's `p` and `1 / p`. Not part of the kernel, so not part of
+/// [`Signature`].
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct OpParams {
     /// The values, op-specific.
@@ -111,13 +192,16 @@ pub struct OpParams {
 
 /// PyTorch's default `vt0` for `gpu_reduce_kernel`.
 const VT0: u32 = 4;
+/// PyTorch launches Welford with `vt0 = 2`: its 16- or 32-byte accumulator
+/// would otherwise cost too many registers.
+const WELFORD_VT0: u32 = 2;
 /// `MAX_NUM_THREADS` for every dtype this crate has (PyTorch lowers it only
 /// for complex double).
 const MAX_NUM_THREADS: u32 = 512;
 
 impl ReduceOp {
     /// Every op, for tests, the CLI and the kernel compile check.
-    pub const ALL: [ReduceOp; 8] = [
+    pub const ALL: [ReduceOp; 24] = [
         ReduceOp::Sum,
         ReduceOp::NanSum,
         ReduceOp::Prod,
@@ -126,11 +210,44 @@ impl ReduceOp {
         ReduceOp::AMin,
         ReduceOp::Any,
         ReduceOp::All,
+        ReduceOp::MaxDim,
+        ReduceOp::MinDim,
+        ReduceOp::ArgMax,
+        ReduceOp::ArgMin,
+        ReduceOp::AMinMax,
+        ReduceOp::Var,
+        ReduceOp::Std,
+        ReduceOp::VarMean,
+        ReduceOp::StdMean,
+        ReduceOp::Norm(NormKind::Zero),
+        ReduceOp::Norm(NormKind::One),
+        ReduceOp::Norm(NormKind::Two),
+        ReduceOp::Norm(NormKind::Inf),
+        ReduceOp::Norm(NormKind::NegInf),
+        ReduceOp::Norm(NormKind::P),
+        ReduceOp::LogSumExp,
     ];
 
-    /// torch's name for the op.
+    /// torch's name for the op (for a norm, `norm` and its order, as the
+    /// `explain` CLI spells it).
     pub const fn name(self) -> &'static str {
         match self {
+            ReduceOp::MaxDim => "max",
+            ReduceOp::MinDim => "min",
+            ReduceOp::ArgMax => "argmax",
+            ReduceOp::ArgMin => "argmin",
+            ReduceOp::AMinMax => "aminmax",
+            ReduceOp::Var => "var",
+            ReduceOp::Std => "std",
+            ReduceOp::VarMean => "var_mean",
+            ReduceOp::StdMean => "std_mean",
+            ReduceOp::Norm(NormKind::Zero) => "norm0",
+            ReduceOp::Norm(NormKind::One) => "norm1",
+            ReduceOp::Norm(NormKind::Two) => "norm2",
+            ReduceOp::Norm(NormKind::Inf) => "norm_inf",
+            ReduceOp::Norm(NormKind::NegInf) => "norm_neginf",
+            ReduceOp::Norm(NormKind::P) => "norm_p",
+            ReduceOp::LogSumExp => "logsumexp",
             ReduceOp::Sum => "sum",
             ReduceOp::NanSum => "nansum",
             ReduceOp::Prod => "prod",
@@ -159,6 +276,19 @@ impl ReduceOp {
             ReduceOp::AMin => "MinOps",
             ReduceOp::Any => "AnyOps",
             ReduceOp::All => "AllOps",
+            ReduceOp::MaxDim => "MaxDimOps",
+            ReduceOp::MinDim => "MinDimOps",
+            ReduceOp::ArgMax => "ArgMaxOps",
+            ReduceOp::ArgMin => "ArgMinOps",
+            ReduceOp::AMinMax => "MinMaxOps",
+            ReduceOp::Var | ReduceOp::Std | ReduceOp::VarMean | ReduceOp::StdMean => "WelfordOps",
+            ReduceOp::Norm(NormKind::Zero) => "NormZeroOps",
+            ReduceOp::Norm(NormKind::One) => "NormOneOps",
+            ReduceOp::Norm(NormKind::Two) => "NormTwoOps",
+            ReduceOp::Norm(NormKind::Inf) => "AbsMaxOps",
+            ReduceOp::Norm(NormKind::NegInf) => "AbsMinOps",
+            ReduceOp::Norm(NormKind::P) => "NormOps",
+            ReduceOp::LogSumExp => "LogSumExpOps",
         }
     }
 
@@ -171,6 +301,15 @@ impl ReduceOp {
             ReduceOp::AMin => "+inf (the highest value)",
             ReduceOp::Any => "false",
             ReduceOp::All => "true",
+            ReduceOp::MaxDim | ReduceOp::ArgMax => "(-inf (the lowest value), index 0)",
+            ReduceOp::MinDim | ReduceOp::ArgMin => "(+inf (the highest value), index 0)",
+            ReduceOp::AMinMax => "(+inf, -inf) (the highest and lowest values)",
+            ReduceOp::Var | ReduceOp::Std | ReduceOp::VarMean | ReduceOp::StdMean => {
+                "mean 0, m2 0, n 0"
+            }
+            ReduceOp::Norm(NormKind::NegInf) => "+inf",
+            ReduceOp::Norm(_) => "0",
+            ReduceOp::LogSumExp => "(max -inf, sum 0)",
         }
     }
 
@@ -180,7 +319,20 @@ impl ReduceOp {
             ReduceOp::Sum | ReduceOp::NanSum | ReduceOp::Any => EmptyRule::Fill(0.0),
             ReduceOp::Prod | ReduceOp::All => EmptyRule::Fill(1.0),
             ReduceOp::Mean => EmptyRule::Fill(f64::NAN),
-            ReduceOp::AMax | ReduceOp::AMin => EmptyRule::NoIdentity,
+            ReduceOp::AMax
+            | ReduceOp::AMin
+            | ReduceOp::MaxDim
+            | ReduceOp::MinDim
+            | ReduceOp::ArgMax
+            | ReduceOp::ArgMin
+            | ReduceOp::AMinMax => EmptyRule::NoIdentity,
+            ReduceOp::Var | ReduceOp::Std | ReduceOp::VarMean | ReduceOp::StdMean => {
+                EmptyRule::Fill(f64::NAN)
+            }
+            // torch refuses an empty inf, -inf or negative-order norm (the
+            // entry point checks); the others are sums.
+            ReduceOp::Norm(_) => EmptyRule::Fill(0.0),
+            ReduceOp::LogSumExp => EmptyRule::Fill(f64::NEG_INFINITY),
         }
     }
 
@@ -222,7 +374,47 @@ impl ReduceOp {
                 None if !input.is_floating_point() => not_floating(input, "Input dtype"),
                 None => Ok(input),
             },
-            ReduceOp::AMax | ReduceOp::AMin => Ok(input),
+            ReduceOp::AMax
+            | ReduceOp::AMin
+            | ReduceOp::MaxDim
+            | ReduceOp::MinDim
+            | ReduceOp::AMinMax => Ok(input),
+            ReduceOp::ArgMax | ReduceOp::ArgMin if input == DType::Bool => {
+                Err(Error::UnsupportedDType {
+                    op: self.name(),
+                    dtype: input,
+                    why: format!("\"{}\" not implemented for 'Bool'", self.name()),
+                })
+            }
+            ReduceOp::ArgMax | ReduceOp::ArgMin => Ok(DType::I64),
+            ReduceOp::Var | ReduceOp::Std | ReduceOp::VarMean | ReduceOp::StdMean
+                if !input.is_floating_point() =>
+            {
+                Err(Error::UnsupportedDType {
+                    op: self.name(),
+                    dtype: input,
+                    why: "std and var only support floating point and complex dtypes".into(),
+                })
+            }
+            ReduceOp::Norm(_) if !input.is_floating_point() => Err(Error::UnsupportedDType {
+                op: "linalg.vector_norm",
+                dtype: input,
+                why: format!(
+                    "Expected a floating point or complex tensor as input. Got {}",
+                    input.torch_name()
+                ),
+            }),
+            ReduceOp::Var
+            | ReduceOp::Std
+            | ReduceOp::VarMean
+            | ReduceOp::StdMean
+            | ReduceOp::Norm(_) => Ok(input),
+            // Integers are promoted to torch's default float dtype.
+            ReduceOp::LogSumExp => Ok(if input.is_floating_point() {
+                input
+            } else {
+                DType::F32
+            }),
             // torch keeps uint8 for uint8 inputs (a legacy of masks).
             ReduceOp::Any | ReduceOp::All => Ok(if input == DType::U8 {
                 DType::U8
@@ -254,11 +446,26 @@ impl ReduceOp {
         // is the accumulator or holds every input value exactly.
         let compute = match self {
             // Comparisons and truth tests run in the input's own compute type.
-            ReduceOp::AMax | ReduceOp::AMin | ReduceOp::Any | ReduceOp::All => input.accumulator(),
+            ReduceOp::AMax
+            | ReduceOp::AMin
+            | ReduceOp::Any
+            | ReduceOp::All
+            | ReduceOp::MaxDim
+            | ReduceOp::MinDim
+            | ReduceOp::ArgMax
+            | ReduceOp::ArgMin
+            | ReduceOp::AMinMax => input.accumulator(),
             _ => output.accumulator(),
         };
         let acc = match self {
             ReduceOp::Any | ReduceOp::All => Accumulator::Scalar(DType::Bool),
+            ReduceOp::MaxDim | ReduceOp::MinDim | ReduceOp::ArgMax | ReduceOp::ArgMin => {
+                Accumulator::ValueIndex(compute)
+            }
+            ReduceOp::AMinMax | ReduceOp::LogSumExp => Accumulator::Pair(compute),
+            ReduceOp::Var | ReduceOp::Std | ReduceOp::VarMean | ReduceOp::StdMean => {
+                Accumulator::Welford(compute)
+            }
             _ => Accumulator::Scalar(compute),
         };
         let cast = (self.takes_dtype() && output != compute && !input.casts_exactly_to(output))
@@ -267,6 +474,10 @@ impl ReduceOp {
         // (16 bytes) at once; every other op keeps input_vec_size = vt0.
         let wide_16bit = matches!(self, ReduceOp::Sum | ReduceOp::Mean | ReduceOp::NanSum)
             && input.size_in_bytes() == 2;
+        let vt0 = match acc {
+            Accumulator::Welford(_) => WELFORD_VT0,
+            _ => VT0,
+        };
         Ok(Signature {
             op: self,
             input,
@@ -274,8 +485,8 @@ impl ReduceOp {
             compute,
             acc,
             output,
-            vt0: VT0,
-            input_vec_size: if wide_16bit { 8 } else { VT0 },
+            vt0,
+            input_vec_size: if wide_16bit { 8 } else { vt0 },
             max_num_threads: MAX_NUM_THREADS,
         })
     }
@@ -307,17 +518,36 @@ impl fmt::Display for ReduceOp {
 
 impl Signature {
     /// The per-call parameters of this op when it reduces `numel` elements
-    /// into `num_outputs` (`numel > 0`): mean's factor `outputs / inputs`,
-    /// rounded to the compute type as PyTorch computes its `factor_t`.
-    pub fn params(&self, num_outputs: usize, numel: usize) -> OpParams {
-        let mut p = OpParams::default();
-        if self.op == ReduceOp::Mean {
-            p.values[0] = match self.compute {
-                DType::F32 => (num_outputs as f32 / numel as f32) as f64,
-                _ => num_outputs as f64 / numel as f64,
-            };
+    /// into `num_outputs` (`numel > 0`), with the call's scalar argument
+    /// `arg` (var's correction, a general norm's `p`; ignored otherwise):
+    /// mean's factor `outputs / inputs`, rounded to the compute type as
+    /// PyTorch computes its `factor_t`; Welford's (correction, take_sqrt);
+    /// the norm's (p, 1 / p).
+    pub fn params(&self, num_outputs: usize, numel: usize, arg: f64) -> OpParams {
+        let values = match self.op {
+            ReduceOp::Mean => [
+                match self.compute {
+                    DType::F32 => (num_outputs as f32 / numel as f32) as f64,
+                    _ => num_outputs as f64 / numel as f64,
+                },
+                0.0,
+            ],
+            ReduceOp::Var | ReduceOp::VarMean => [arg, 0.0],
+            ReduceOp::Std | ReduceOp::StdMean => [arg, 1.0],
+            ReduceOp::Norm(NormKind::P) => [arg, 1.0 / arg],
+            _ => [0.0; 2],
+        };
+        OpParams { values }
+    }
+
+    /// The dtype of the op's second output, for the ops that return two
+    /// from one kernel: max/min's indices, aminmax's max, var_mean's mean.
+    pub fn second_output(&self) -> Option<DType> {
+        match self.op {
+            ReduceOp::MaxDim | ReduceOp::MinDim => Some(DType::I64),
+            ReduceOp::AMinMax | ReduceOp::VarMean | ReduceOp::StdMean => Some(self.output),
+            _ => None,
         }
-        p
     }
 
     /// `can_accumulate_in_output`: whether a partial result can wait in the
@@ -408,6 +638,14 @@ mod tests {
         }
         assert_eq!(ReduceOp::Sum.all_signatures().len(), 64);
         assert_eq!(ReduceOp::AMax.all_signatures().len(), 8);
+        assert_eq!(ReduceOp::ArgMax.all_signatures().len(), 7);
+        assert_eq!(ReduceOp::Var.all_signatures().len(), 4);
+        assert_eq!(ReduceOp::Norm(NormKind::P).all_signatures().len(), 4);
+        // Floats keep their dtype; every integer type (and bool) gives f32.
+        assert_eq!(ReduceOp::LogSumExp.all_signatures().len(), 8);
+        for op in ReduceOp::ALL {
+            assert_eq!(ReduceOp::from_name(op.name()), Some(op), "{op}");
+        }
         assert_eq!(ReduceOp::from_name("amin"), Some(ReduceOp::AMin));
     }
 }

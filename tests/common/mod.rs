@@ -2,6 +2,8 @@
 //! cases, and an independent f64 reference computed with ndarray.
 #![allow(dead_code)]
 
+pub mod cases;
+
 use ndarray::{ArrayD, Axis, IxDyn, Slice};
 use tensor_reduce::{bf16, f16, DType, Device, Element, Tensor};
 

@@ -1,0 +1,69 @@
+//! `norm` (`torch.linalg.vector_norm`) and `logsumexp`.
+
+use super::run_with;
+use crate::reduce::{NormKind, ReduceDims, ReduceOp};
+use crate::tensor::view::wrap_dim;
+use crate::{Error, Result, Tensor};
+
+impl Tensor {
+    /// The `p`-norm over `dims` (`&[]`: every dim), as
+    /// `torch.linalg.vector_norm(x, p, dims, keepdim)`: p = 0 counts the
+    /// non-zero elements, 1 is `Σ|x|`, 2 is `sqrt(Σx²)`, `f64::INFINITY` is
+    /// `max|x|`, `f64::NEG_INFINITY` is `min|x|`, any other p is
+    /// `(Σ|x|^p)^(1/p)`. Floating inputs only; f16 and bf16 compute in f32.
+    /// An empty reduction gives 0, except for p = inf and p < 0, which have
+    /// no identity and are an [`Error::EmptyReduction`](crate::Error) as in
+    /// torch.
+    ///
+    /// ```
+    /// use tensor_reduce::Tensor;
+    /// let x = Tensor::from_vec(vec![3.0f32, -4.0, 0.0], &[3])?;
+    /// assert_eq!(x.norm(2.0, &[], false)?.to_vec::<f32>()?, vec![5.0]);
+    /// assert_eq!(x.norm(f64::INFINITY, &[], false)?.to_vec::<f32>()?, vec![4.0]);
+    /// assert_eq!(x.norm(0.0, &[], false)?.to_vec::<f32>()?, vec![2.0]);
+    /// # Ok::<(), tensor_reduce::Error>(())
+    /// ```
+    pub fn norm(&self, p: f64, dims: &[isize], keepdim: bool) -> Result<Tensor> {
+        let op = ReduceOp::Norm(NormKind::of(p));
+        op.output_dtype(self.dtype(), None)?;
+        if self.numel() == 0 && (p < 0.0 || p == f64::INFINITY) {
+            let no_identity = |why: String| {
+                Err(Error::EmptyReduction {
+                    op: "linalg.vector_norm",
+                    why,
+                })
+            };
+            if dims.is_empty() {
+                return no_identity(format!(
+                    "cannot compute the {p} norm on an empty tensor because the operation does not have an identity"
+                ));
+            }
+            ReduceDims::resolve(self, dims, keepdim)?;
+            for &d in dims {
+                if self.dim() > 0 && self.shape()[wrap_dim(d, self.dim())?] == 0 {
+                    return no_identity(format!(
+                        "cannot compute the {p} norm on the dimension {d} because this dimension is empty and the operation does not have an identity"
+                    ));
+                }
+            }
+        }
+        Ok(run_with(self, op, dims, keepdim, None, p)?.0)
+    }
+
+    /// `log Σ exp(x)` over `dims` (`&[]`: every dim), as `torch.logsumexp`,
+    /// in one pass over the input: NaN gives NaN, a slice of -inf gives
+    /// -inf, any +inf gives +inf, an empty slice gives -inf. Integer and
+    /// bool inputs give f32 (torch's default float); f16 and bf16 compute
+    /// in f32.
+    ///
+    /// ```
+    /// use tensor_reduce::Tensor;
+    /// let x = Tensor::from_vec(vec![1000.0f64, 1000.0], &[2])?;
+    /// let y = x.logsumexp(&[], false)?.to_vec::<f64>()?[0];
+    /// assert!((y - (1000.0 + 2f64.ln())).abs() < 1e-12);
+    /// # Ok::<(), tensor_reduce::Error>(())
+    /// ```
+    pub fn logsumexp(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
+        Ok(run_with(self, ReduceOp::LogSumExp, dims, keepdim, None, 0.0)?.0)
+    }
+}

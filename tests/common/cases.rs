@@ -1,0 +1,146 @@
+//! Random reduction cases over strided views (permuted, stepped,
+//! broadcast, offset, 0-size and 0-d) with random dim sets and keepdim, and
+//! the reference folds over ndarray's view of the same data that the
+//! property tests of every op compare against.
+
+use super::{Rng, ViewOp};
+use ndarray::{ArrayD, IxDyn};
+use proptest::prelude::*;
+use tensor_reduce::{DType, Device, Tensor};
+
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub dtype: DType,
+    pub base_shape: Vec<usize>,
+    pub views: Vec<ViewOp>,
+    pub dims: Vec<isize>,
+    pub keepdim: bool,
+    pub seed: u64,
+}
+
+pub fn nonempty(shape: &[usize]) -> usize {
+    shape.iter().map(|&d| d.max(1)).product()
+}
+
+pub fn case_strategy(dtype: DType) -> impl Strategy<Value = Case> {
+    let dim_size = prop_oneof![6 => 0usize..6, 2 => 6usize..40, 1 => 40usize..700];
+    (
+        proptest::collection::vec(dim_size, 0..=5),
+        any::<u64>(),
+        any::<bool>(),
+    )
+        .prop_filter_map(
+            "at most 20k elements",
+            move |(base_shape, seed, keepdim)| {
+                if nonempty(&base_shape) > 20_000 {
+                    return None;
+                }
+                let mut rng = Rng(seed);
+                let mut shape = base_shape.clone();
+                let mut views = Vec::new();
+                for _ in 0..rng.below(4) {
+                    if let Some(op) = ViewOp::random(&shape, &mut rng) {
+                        let probe =
+                            op.apply(&Tensor::zeros(&shape, DType::U8, Device::Cpu).unwrap());
+                        if nonempty(probe.shape()) > 30_000 {
+                            continue;
+                        }
+                        shape = probe.shape().to_vec();
+                        views.push(op);
+                    }
+                }
+                let rank = shape.len();
+                let mut dims: Vec<isize> = (0..rank as isize).filter(|_| rng.chance(0.5)).collect();
+                if rank > 0 && dims.is_empty() && rng.chance(0.5) {
+                    dims.push(rng.below(rank) as isize);
+                }
+                for d in dims.iter_mut() {
+                    if rng.chance(0.5) {
+                        *d -= rank as isize;
+                    }
+                }
+                for i in (1..dims.len()).rev() {
+                    dims.swap(i, rng.below(i + 1));
+                }
+                Some(Case {
+                    dtype,
+                    base_shape,
+                    views,
+                    dims,
+                    keepdim,
+                    seed,
+                })
+            },
+        )
+}
+
+/// The dims `case` reduces on a tensor of `rank` dims, wrapped and sorted
+/// (`&[]`: every dim).
+pub fn wrapped_dims(dims: &[isize], rank: usize) -> Vec<usize> {
+    if dims.is_empty() {
+        return (0..rank).collect();
+    }
+    let mut w: Vec<usize> = dims
+        .iter()
+        .map(|&d| {
+            if d < 0 {
+                (d + rank as isize) as usize
+            } else {
+                d as usize
+            }
+        })
+        .collect();
+    w.sort_unstable();
+    w
+}
+
+/// Applies `fold` to the values of each output's reduced slice, in the
+/// input's logical order, and shapes the result as torch does.
+pub fn reference<F: Fn(&[f64]) -> f64>(
+    a: &ArrayD<f64>,
+    dims: &[usize],
+    keepdim: bool,
+    fold: F,
+) -> (Vec<usize>, Vec<f64>) {
+    let rank = a.ndim();
+    let kept: Vec<usize> = (0..rank).filter(|d| !dims.contains(d)).collect();
+    let order: Vec<usize> = kept.iter().chain(dims.iter()).copied().collect();
+    let p = a.view().permuted_axes(IxDyn(&order));
+    let n_out: usize = kept.iter().map(|&d| a.shape()[d]).product();
+    let n_red: usize = dims.iter().map(|&d| a.shape()[d]).product();
+    let flat: Vec<f64> = p.iter().copied().collect();
+    let out: Vec<f64> = (0..n_out)
+        .map(|o| fold(&flat[o * n_red..(o + 1) * n_red]))
+        .collect();
+    let shape = (0..rank)
+        .filter_map(|d| match (dims.contains(&d), keepdim) {
+            (false, _) => Some(a.shape()[d]),
+            (true, true) => Some(1),
+            (true, false) => None,
+        })
+        .collect();
+    (shape, out)
+}
+
+/// Neumaier's compensated sum: close to exact, so the reference's own
+/// rounding does not eat into the tolerance even for f64 inputs. With an
+/// infinity or NaN among the terms it is the plain sum (the compensation
+/// would turn `inf - inf` into NaN).
+pub fn exact_sum<'a>(v: impl IntoIterator<Item = &'a f64>) -> f64 {
+    let (mut sum, mut comp, mut plain) = (0.0f64, 0.0f64, 0.0f64);
+    for &x in v {
+        plain += x;
+        let t = sum + x;
+        comp += if sum.abs() >= x.abs() {
+            (sum - t) + x
+        } else {
+            (x - t) + sum
+        };
+        sum = t;
+    }
+    if plain.is_finite() {
+        sum + comp
+    } else {
+        plain
+    }
+}
