@@ -1,6 +1,7 @@
 //! tensor-reduce in a page: the torch reductions people write (sum, mean,
-//! prod, amax, amin, nansum, any, all), printed the way a Python session
-//! with torch prints them.
+//! prod, amax, amin, nansum, any, all, max and argmax, aminmax, var and std,
+//! vector norms, logsumexp), printed the way a Python session with torch
+//! prints them.
 //!
 //! Run: `cargo run --release --example quickstart`. Uses the GPU when one is
 //! present, the CPU otherwise. `scripts/quickstart_torch.py` is its twin: it
@@ -80,6 +81,38 @@ fn main() -> Result<()> {
     show("n.sum()", n.sum_all())?;
     show("n.nansum()", n.nansum(&[], false))?;
     show("n.amax()", n.amax(&[], false))?;
+
+    // Values with their indices: ties go to the first index, and NaN counts
+    // as the largest value.
+    setup("m = torch.tensor([[1.0, 3.0, 3.0], [float('nan'), 0.5, 2.0]])");
+    let m =
+        Tensor::from_vec(vec![1.0f32, 3.0, 3.0, f32::NAN, 0.5, 2.0], &[2, 3])?.to_device(device)?;
+    show("m.max(1).values", m.max_dim(1, false).map(|r| r.0))?;
+    show("m.max(1).indices", m.max_dim(1, false).map(|r| r.1))?;
+    show("m.argmin(1)", m.argmin(Some(1), false))?;
+    show("m.argmax()", m.argmax(None, false))?;
+    show("m.aminmax(dim=0).max", m.aminmax(&[0], false).map(|r| r.1))?;
+
+    // Welford's variance, norms and a one-pass logsumexp.
+    show("x.var(-1)", x.var(&[-1], 1.0, false))?;
+    show(
+        "x.var_mean((0, 2), correction=0)[1]",
+        x.var_mean(&[0, 2], 0.0, false).map(|r| r.1),
+    )?;
+    show("x.std(1)", x.std(&[1], 1.0, false))?;
+    show(
+        "torch.linalg.vector_norm(x, 1, (0, 2))",
+        x.norm(1.0, &[0, 2], false),
+    )?;
+    show(
+        "torch.linalg.vector_norm(x, float('inf'))",
+        x.norm(f64::INFINITY, &[], false),
+    )?;
+    show(
+        "torch.linalg.vector_norm(x, 2, -1)",
+        x.norm(2.0, &[-1], false),
+    )?;
+    show("x.logsumexp((1, 3))", x.logsumexp(&[1, 3], false))?;
 
     // A seeded random input, the way tests and benchmarks make them (our
     // generator is not torch's, so only the shape is compared).

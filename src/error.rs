@@ -106,19 +106,20 @@ pub enum Error {
     #[error("NVRTC could not compile {kernel}: {log}")]
     Compile { kernel: String, log: String },
 
-    /// An op that does not accept this dtype (as input or as `dtype=`),
-    /// with torch's reason.
-    #[error("{op}(): {why}")]
+    /// An op that does not accept this dtype (as input or as `dtype=`);
+    /// `message` is torch's, word for word.
+    #[error("{message}")]
     UnsupportedDType {
         op: &'static str,
         dtype: DType,
-        why: String,
+        message: String,
     },
 
     /// A reduction with no identity (amax, amin, argmax, ...) over an empty
-    /// dim, worded as torch words it.
-    #[error("{op}(): {why}")]
-    EmptyReduction { op: &'static str, why: String },
+    /// dim; `message` is torch's, word for word (its punctuation differs
+    /// from op to op).
+    #[error("{message}")]
+    EmptyReduction { op: &'static str, message: String },
 
     /// A fill value that the dtype cannot hold (torch: "value cannot be
     /// converted to type ... without overflow").

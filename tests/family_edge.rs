@@ -68,9 +68,12 @@ fn empty_inputs(device: Device) {
     assert_eq!(e.amin(&[1], true).unwrap().shape(), &[0, 1]);
     // ... but max has no identity for an empty reduced dim.
     match e.amax(&[0], false) {
-        Err(Error::EmptyReduction { op, why }) => {
+        Err(Error::EmptyReduction { op, message }) => {
             assert_eq!(op, "amax");
-            assert_eq!(why, "Expected reduction dim 0 to have non-zero size.");
+            assert_eq!(
+                message,
+                "amax(): Expected reduction dim 0 to have non-zero size."
+            );
         }
         other => panic!("expected EmptyReduction, got {other:?}"),
     }

@@ -540,16 +540,32 @@ fn assert_close(got: &Tensor, want: &Tensor, what: &str) {
     }
 }
 
+/// The ops carrying a single value (sums, products, extremes, truth tests).
+const VALUE_OPS: usize = 8;
+
 #[test]
 #[ignore = "needs a CUDA device"]
-fn every_op_on_every_path() {
-    // Every op and every dtype it takes, through the launch shapes that
-    // matter (vectorised misaligned rows, vectorised columns, block.y, a CTA
-    // split, an N-d channel reduction), bit for bit against the CPU: the
-    // inputs are -1, 0 and 1, so sums, products and means are exact on both
-    // sides, and twice on the GPU, bit for bit against itself. Small enough
-    // to run under every compute-sanitizer tool.
-    let Some((dev, _props)) = gpu("every_op_on_every_path") else {
+fn value_ops_on_every_path() {
+    ops_on_every_path("value_ops_on_every_path", &ReduceOp::ALL[..VALUE_OPS]);
+}
+
+/// The ops whose accumulator is a (value, index) pair, a pair of values or
+/// Welford's state, with two outputs for some.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn stateful_ops_on_every_path() {
+    ops_on_every_path("stateful_ops_on_every_path", &ReduceOp::ALL[VALUE_OPS..]);
+}
+
+/// `ops` on every dtype each takes, through the launch shapes that matter
+/// (vectorised misaligned rows, vectorised columns, block.y, a CTA split,
+/// an N-d channel reduction), against the CPU: the inputs are -1, 0 and 1,
+/// so sums, products, means, extremes and indices are exact on both sides
+/// and compared bit for bit (the others within a few ulps), and twice on
+/// the GPU, bit for bit against itself. Small enough to run under every
+/// compute-sanitizer tool.
+fn ops_on_every_path(test: &str, ops: &[ReduceOp]) {
+    let Some((dev, _props)) = gpu(test) else {
         return;
     };
     type Case = (Vec<usize>, fn(&Tensor) -> Tensor, Vec<isize>);
@@ -560,7 +576,7 @@ fn every_op_on_every_path() {
         (vec![1 << 18], |t| t.clone(), vec![]),
         (vec![4, 16, 14, 14], |t| t.clone(), vec![0, 2, 3]),
     ];
-    for op in ReduceOp::ALL {
+    for &op in ops {
         for dt in DType::ALL {
             if op.output_dtype(dt, None).is_err() {
                 continue;
@@ -698,4 +714,62 @@ fn split_32bit_f16_over_2g_elements() {
     let x = Tensor::randint(-1, 2, &[4, (1 << 29) + 5], DType::F16, Device::Cpu, 63).unwrap();
     check(&x, |t| t.clone(), &[1], DType::F16, dev, &props);
     check(&x, |t| t.clone(), &[0], DType::F16, dev, &props);
+}
+
+/// Over 2^31 elements, the reduced dim is split into several launches and
+/// each later piece's indices count from its own start: `translate_idx`
+/// with the launch's `base_idx` must make them logical again. The maxima
+/// sit past 2^31 (and a tie before them must still win), and the same
+/// reduction as rows splits the kept dim instead.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn index_ops_across_the_32bit_split() {
+    let Some((dev, props)) = gpu("index_ops_across_the_32bit_split") else {
+        return;
+    };
+    let n = (1usize << 31) + 4096;
+    let mut v = vec![1u8; n];
+    let late = (1usize << 31) + 100;
+    v[late] = 9;
+    v[late + 7] = 9;
+    v[n - 1] = 0;
+    let x = Tensor::from_vec(v, &[n]).unwrap();
+    let plan = x.explain(ReduceOp::ArgMax, &[0], false, &props).unwrap();
+    assert!(
+        plan.launches.iter().any(|l| l.iter.accumulate()),
+        "the reduced dim was not split"
+    );
+    let xg = x.to_device(dev).unwrap();
+    assert_eq!(
+        xg.argmax(None, false).unwrap().to_vec::<i64>().unwrap(),
+        [late as i64]
+    );
+    assert_eq!(
+        xg.argmin(Some(0), false).unwrap().to_vec::<i64>().unwrap(),
+        [n as i64 - 1]
+    );
+    let (v, i) = xg.max_dim(0, true).unwrap();
+    assert_eq!(
+        (v.to_vec::<u8>().unwrap(), i.to_vec::<i64>().unwrap()),
+        (vec![9], vec![late as i64])
+    );
+    // A tie in the first piece wins over the later ones.
+    drop((xg, v, i));
+    let mut w = x.to_vec::<u8>().unwrap();
+    w[5] = 9;
+    let xg = Tensor::from_vec(w, &[n]).unwrap().to_device(dev).unwrap();
+    assert_eq!(
+        xg.argmax(Some(0), false).unwrap().to_vec::<i64>().unwrap(),
+        [5]
+    );
+    // Two rows: the kept dim splits, indices stay within each row.
+    let rows = xg.reshape(&[2, n / 2]).unwrap();
+    let want = rows
+        .to_device(Device::Cpu)
+        .unwrap()
+        .argmax(Some(1), false)
+        .unwrap();
+    let got = rows.argmax(Some(1), false).unwrap();
+    assert_eq!(got.to_vec::<i64>().unwrap(), want.to_vec::<i64>().unwrap());
+    assert_eq!(got.to_vec::<i64>().unwrap(), [5, (late - n / 2) as i64]);
 }

@@ -54,6 +54,30 @@ const REDUCTIONS: &[(&str, Reduction)] = &[
     ("all", |t, dims, keepdim| {
         t.all(dims, keepdim).and_then(read)
     }),
+    ("max_dim", |t, dims, keepdim| {
+        let (v, i) = t.max_dim(dims.first().copied().unwrap_or(0), keepdim)?;
+        read(v).and(read(i))
+    }),
+    ("argmin", |t, dims, keepdim| {
+        t.argmin(dims.first().copied(), keepdim).and_then(read)
+    }),
+    ("aminmax", |t, dims, keepdim| {
+        let (lo, hi) = t.aminmax(dims, keepdim)?;
+        read(lo).and(read(hi))
+    }),
+    ("var_mean", |t, dims, keepdim| {
+        let (v, m) = t.var_mean(dims, 1.0, keepdim)?;
+        read(v).and(read(m))
+    }),
+    ("norm inf", |t, dims, keepdim| {
+        t.norm(f64::INFINITY, dims, keepdim).and_then(read)
+    }),
+    ("norm 3", |t, dims, keepdim| {
+        t.norm(3.0, dims, keepdim).and_then(read)
+    }),
+    ("logsumexp", |t, dims, keepdim| {
+        t.logsumexp(dims, keepdim).and_then(read)
+    }),
 ];
 
 /// Reads a result back when it is small enough: an `Ok` over memory that is

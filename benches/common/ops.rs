@@ -20,7 +20,6 @@ impl Output {
         }
     }
 
-    #[allow(dead_code)] // Used once max_dim is wired below.
     fn two((first, second): (Tensor, Tensor)) -> Output {
         Output {
             first,
@@ -46,14 +45,13 @@ pub fn call(name: &str, dims: &[isize]) -> Option<Call> {
         "amin" => Box::new(move |x: &Tensor| x.amin(&dims, false).map(Output::one)),
         "any" => Box::new(move |x: &Tensor| x.any(&dims, false).map(Output::one)),
         "all" => Box::new(move |x: &Tensor| x.all(&dims, false).map(Output::one)),
-        // "argmax" => Box::new(move |x: &Tensor| x.argmax(Some(dims[0]), false).map(Output::one)),
-        // "argmin" => Box::new(move |x: &Tensor| x.argmin(Some(dims[0]), false).map(Output::one)),
-        // "max_dim" => Box::new(move |x: &Tensor| x.max_dim(dims[0], false).map(Output::two)),
-        // "var" => Box::new(move |x: &Tensor| x.var(&dims, 1.0, false).map(Output::one)),
-        // "std" => Box::new(move |x: &Tensor| x.std(&dims, 1.0, false).map(Output::one)),
-        // "norm" => Box::new(move |x: &Tensor| x.norm(2.0, &dims, false).map(Output::one)),
-        // "logsumexp" => Box::new(move |x: &Tensor| x.logsumexp(&dims, false).map(Output::one)),
-        // ---- (each op also needs its spec in reference::OPS; all are there already) ----
+        "argmax" => Box::new(move |x: &Tensor| x.argmax(Some(dims[0]), false).map(Output::one)),
+        "argmin" => Box::new(move |x: &Tensor| x.argmin(Some(dims[0]), false).map(Output::one)),
+        "max_dim" => Box::new(move |x: &Tensor| x.max_dim(dims[0], false).map(Output::two)),
+        "var" => Box::new(move |x: &Tensor| x.var(&dims, 1.0, false).map(Output::one)),
+        "std" => Box::new(move |x: &Tensor| x.std(&dims, 1.0, false).map(Output::one)),
+        "norm" => Box::new(move |x: &Tensor| x.norm(2.0, &dims, false).map(Output::one)),
+        "logsumexp" => Box::new(move |x: &Tensor| x.logsumexp(&dims, false).map(Output::one)),
         _ => return None,
     })
 }

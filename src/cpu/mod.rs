@@ -107,11 +107,11 @@ pub(crate) fn reduce(
 /// Both outputs' storage (the second only for ops that have one).
 type Outputs = (CpuStorage, Option<CpuStorage>);
 
-/// The compute type the comparisons of an element type run in (its
-/// [`DType::accumulator`]), so that the index ops are instantiated once per
-/// element type.
+/// The compute type the comparisons of an element type run in, so that the
+/// index ops are instantiated once per element type. It is the signature's
+/// compute type ([`DType::accumulator`]); a test holds the two together.
 trait Widened {
-    type Acc: Compute;
+    type Acc: Compute + crate::Element;
 }
 
 macro_rules! widened {
@@ -245,4 +245,17 @@ fn project<W: Compute, R: ReduceOps<W>>(
             });
         Ok(out)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Widened;
+    use crate::{with_dtype, DType, Element};
+
+    #[test]
+    fn widened_is_the_signatures_compute_type() {
+        for d in DType::ALL {
+            with_dtype!(d, T => assert_eq!(<<T as Widened>::Acc as Element>::DTYPE, d.accumulator(), "{d}"));
+        }
+    }
 }

@@ -96,13 +96,6 @@ impl Tensor {
     /// ```
     pub fn aminmax(&self, dims: &[isize], keepdim: bool) -> Result<(Tensor, Tensor)> {
         let op = ReduceOp::AMinMax;
-        if dims.is_empty() && self.numel() == 0 {
-            return Err(Error::EmptyReduction {
-                op: op.name(),
-                why: "cannot compute aminmax over an empty dimension as the operation has no identity."
-                    .into(),
-            });
-        }
         both(op, run_with(self, op, dims, keepdim, None, 0.0)?)
     }
 }

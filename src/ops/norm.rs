@@ -5,6 +5,34 @@ use crate::reduce::{NormKind, ReduceDims, ReduceOp};
 use crate::tensor::view::wrap_dim;
 use crate::{Error, Result, Tensor};
 
+/// torch's refusal of an inf or negative-order norm over an empty dim (the
+/// others are sums, 0 when empty), worded as torch words it: the dim as the
+/// caller wrote it, and no space before "because".
+fn check_norm_identity(x: &Tensor, p: f64, dims: &[isize], keepdim: bool) -> Result<()> {
+    if x.numel() > 0 || !(p < 0.0 || p == f64::INFINITY) {
+        return Ok(());
+    }
+    let rd = ReduceDims::resolve(x, dims, keepdim)?;
+    let place = if dims.is_empty() {
+        "on an empty tensor because".to_string()
+    } else {
+        let empty = |&d: &isize| {
+            wrap_dim(d, x.dim()).is_ok_and(|w| rd.mask[w] && x.shape().get(w) == Some(&0))
+        };
+        match dims.iter().find(|d| empty(d)) {
+            Some(d) => format!("on the dimension {d}because this dimension is empty and"),
+            // Every reduced dim has elements: the result is empty, not an error.
+            None => return Ok(()),
+        }
+    };
+    Err(Error::EmptyReduction {
+        op: "linalg.vector_norm",
+        message: format!(
+            "linalg.vector_norm cannot compute the {p} norm {place} the operation does not have an identity"
+        ),
+    })
+}
+
 impl Tensor {
     /// The `p`-norm over `dims` (`&[]`: every dim), as
     /// `torch.linalg.vector_norm(x, p, dims, keepdim)`: p = 0 counts the
@@ -26,27 +54,7 @@ impl Tensor {
     pub fn norm(&self, p: f64, dims: &[isize], keepdim: bool) -> Result<Tensor> {
         let op = ReduceOp::Norm(NormKind::of(p));
         op.output_dtype(self.dtype(), None)?;
-        if self.numel() == 0 && (p < 0.0 || p == f64::INFINITY) {
-            let no_identity = |why: String| {
-                Err(Error::EmptyReduction {
-                    op: "linalg.vector_norm",
-                    why,
-                })
-            };
-            if dims.is_empty() {
-                return no_identity(format!(
-                    "cannot compute the {p} norm on an empty tensor because the operation does not have an identity"
-                ));
-            }
-            ReduceDims::resolve(self, dims, keepdim)?;
-            for &d in dims {
-                if self.dim() > 0 && self.shape()[wrap_dim(d, self.dim())?] == 0 {
-                    return no_identity(format!(
-                        "cannot compute the {p} norm on the dimension {d} because this dimension is empty and the operation does not have an identity"
-                    ));
-                }
-            }
-        }
+        check_norm_identity(self, p, dims, keepdim)?;
         Ok(run_with(self, op, dims, keepdim, None, p)?.0)
     }
 

@@ -55,18 +55,27 @@ impl ReduceDims {
         if op.empty_rule() != EmptyRule::NoIdentity || input.numel() > 0 {
             return Ok(());
         }
-        if dims.is_empty() {
-            return Err(Error::EmptyReduction {
-                op: op.name(),
-                why: "Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.".into(),
-            });
-        }
-        match (0..input.dim()).find(|&d| self.mask[d] && input.shape()[d] == 0) {
-            Some(d) => Err(Error::EmptyReduction {
-                op: op.name(),
-                why: format!("Expected reduction dim {d} to have non-zero size."),
-            }),
-            None => Ok(()),
-        }
+        let name = op.name();
+        let message = if dims.is_empty() {
+            match op {
+                ReduceOp::AMinMax => format!(
+                    "{name}(): cannot compute aminmax over an empty dimension as the operation has no identity."
+                ),
+                ReduceOp::ArgMax | ReduceOp::ArgMin => format!(
+                    "{name}(): Expected reduction dim to be specified for input.numel() == 0."
+                ),
+                _ => format!(
+                    "{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
+                ),
+            }
+        } else {
+            let Some(d) = (0..input.dim()).find(|&d| self.mask[d] && input.shape()[d] == 0) else {
+                return Ok(());
+            };
+            // torch's aminmax words it without the parentheses.
+            let sep = if op == ReduceOp::AMinMax { ":" } else { "():" };
+            format!("{name}{sep} Expected reduction dim {d} to have non-zero size.")
+        };
+        Err(Error::EmptyReduction { op: name, message })
     }
 }

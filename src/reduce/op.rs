@@ -259,9 +259,16 @@ impl ReduceOp {
         }
     }
 
-    /// Parses [`ReduceOp::name`] back.
+    /// Parses [`ReduceOp::name`] back, and the entry points' own names where
+    /// they differ from torch's: `max_dim`, `min_dim`, and `norm` (the
+    /// 2-norm, `vector_norm`'s default).
     pub fn from_name(name: &str) -> Option<ReduceOp> {
-        ReduceOp::ALL.into_iter().find(|op| op.name() == name)
+        match name {
+            "max_dim" => Some(ReduceOp::MaxDim),
+            "min_dim" => Some(ReduceOp::MinDim),
+            "norm" => Some(ReduceOp::Norm(NormKind::Two)),
+            _ => ReduceOp::ALL.into_iter().find(|op| op.name() == name),
+        }
     }
 
     /// The functor's name, the same in `kernels/ops/*.cuh` (namespace `tr`)
@@ -348,8 +355,9 @@ impl ReduceOp {
             Err(Error::UnsupportedDType {
                 op: self.name(),
                 dtype: d,
-                why: format!(
-                    "could not infer output dtype. {what} must be either a floating point or complex dtype. Got: {}",
+                message: format!(
+                    "{}(): could not infer output dtype. {what} must be either a floating point or complex dtype. Got: {}",
+                    self.name(),
                     d.torch_name()
                 ),
             })
@@ -383,7 +391,7 @@ impl ReduceOp {
                 Err(Error::UnsupportedDType {
                     op: self.name(),
                     dtype: input,
-                    why: format!("\"{}\" not implemented for 'Bool'", self.name()),
+                    message: format!("{}(): does not support bool input", self.name()),
                 })
             }
             ReduceOp::ArgMax | ReduceOp::ArgMin => Ok(DType::I64),
@@ -393,14 +401,21 @@ impl ReduceOp {
                 Err(Error::UnsupportedDType {
                     op: self.name(),
                     dtype: input,
-                    why: "std and var only support floating point and complex dtypes".into(),
+                    // torch names the fused ops on their own.
+                    message: match self {
+                        ReduceOp::VarMean | ReduceOp::StdMean => format!(
+                            "{} only support floating point and complex dtypes",
+                            self.name()
+                        ),
+                        _ => "std and var only support floating point and complex dtypes".into(),
+                    },
                 })
             }
             ReduceOp::Norm(_) if !input.is_floating_point() => Err(Error::UnsupportedDType {
                 op: "linalg.vector_norm",
                 dtype: input,
-                why: format!(
-                    "Expected a floating point or complex tensor as input. Got {}",
+                message: format!(
+                    "linalg.vector_norm: Expected a floating point or complex tensor as input. Got {}",
                     input.torch_name()
                 ),
             }),
