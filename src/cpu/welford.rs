@@ -108,8 +108,9 @@ mod tests {
         let split = ops.combine(fold(&x[..2]), fold(&x[2..]));
         assert!((whole.m2 - split.m2).abs() < 1e-12);
         assert_eq!(ops.project(whole).1, 5.0);
-        // Sample variance of 1, 2, 4, 7, 11: m2 = 64, / 4.
-        assert!((ops.project(split).0 - 16.0).abs() < 1e-12);
+        // Sample variance of 1, 2, 4, 7, 11: squared deviations from 5 sum
+        // to 16 + 9 + 1 + 4 + 36 = 66, over 4 degrees of freedom.
+        assert!((ops.project(split).0 - 16.5).abs() < 1e-12);
         assert_eq!(ops.combine(ops.identity(), whole), whole);
     }
 }
