@@ -26,7 +26,7 @@ the reduction for the described view, or with --cpu the CPU backend's plan
 (threads, inner rows or outer column tiles, leaf/tile/block sizes).
 
   --shape      sizes of the input view
-  --op         the reduction: sum nansum prod mean amax amin any all (default sum)
+  --op         the reduction, by name (default sum; the names are listed below)
   --strides    element strides of the view (default: contiguous)
   --offset     storage offset of the view, in elements (default 0)
   --dims       dims to reduce, negative allowed (default: all)
@@ -36,6 +36,12 @@ the reduction for the described view, or with --cpu the CPU backend's plan
   --device     GPU preset (default h200); --sms / --max-threads-per-sm override it
   --json       print one JSON object instead of the explanation (GPU plan only)
   --cpu        explain the CPU backend's plan instead of the GPU's";
+
+/// The names `--op` takes, from the op list itself.
+fn op_names() -> String {
+    let names: Vec<&str> = ReduceOp::ALL.iter().map(|op| op.name()).collect();
+    format!("ops: {} (and max_dim, min_dim, norm = norm2)", names.join(" "))
+}
 
 struct Args {
     op: ReduceOp,
@@ -354,11 +360,11 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.is_empty() => {
-            println!("{USAGE}");
+            println!("{USAGE}\n\n{}", op_names());
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("error: {e}\n\n{USAGE}");
+            eprintln!("error: {e}\n\n{USAGE}\n\n{}", op_names());
             ExitCode::from(2)
         }
     }

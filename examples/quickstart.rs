@@ -94,9 +94,9 @@ fn main() -> Result<()> {
     show("m.aminmax(dim=0).max", m.aminmax(&[0], false).map(|r| r.1))?;
 
     // Welford's variance, norms and a one-pass logsumexp.
-    show("x.var(-1)", x.var(&[-1], 1.0, false))?;
+    show("x.var(2)", x.var(&[2], 1.0, false))?;
     show(
-        "x.var_mean((0, 2), correction=0)[1]",
+        "torch.var_mean(x, (0, 2), correction=0)[1]",
         x.var_mean(&[0, 2], 0.0, false).map(|r| r.1),
     )?;
     show("x.std(1)", x.std(&[1], 1.0, false))?;

@@ -541,8 +541,14 @@ pub fn gbs(bytes: u64, us: f64) -> f64 {
     bytes as f64 / us / 1e3
 }
 
-/// The commit the benchmark was built from, when it runs inside a git checkout.
+/// The commit the benchmark was built from: `TENSOR_REDUCE_BUILD_COMMIT` at
+/// build time (scripts/gpu-bundle.sh sets it, since the GPU machine's copy of
+/// the checkout need not carry the same git metadata), else the checkout the
+/// benchmark runs in.
 pub fn git_commit() -> Option<String> {
+    if let Some(commit) = option_env!("TENSOR_REDUCE_BUILD_COMMIT").filter(|c| !c.is_empty()) {
+        return Some(commit.to_string());
+    }
     let out = std::process::Command::new("git")
         .args(["rev-parse", "--short=12", "HEAD"])
         .output()
