@@ -40,7 +40,10 @@ the reduction for the described view, or with --cpu the CPU backend's plan
 /// The names `--op` takes, from the op list itself.
 fn op_names() -> String {
     let names: Vec<&str> = ReduceOp::ALL.iter().map(|op| op.name()).collect();
-    format!("ops: {} (and max_dim, min_dim, norm = norm2)", names.join(" "))
+    format!(
+        "ops: {} (and max_dim, min_dim, norm = norm2)",
+        names.join(" ")
+    )
 }
 
 struct Args {

@@ -50,6 +50,22 @@ pub(crate) trait CpuElement: Element {
         }
     }
 
+    /// Folds row `i` of `out.len()` rows of `n` contiguous elements, which
+    /// starts at `x[i * stride]`, into `out[i]`: each row as one leaf of
+    /// the pairwise tree ([`fold_leaf`]).
+    #[inline(always)]
+    fn fold_rows<W: Compute, R: ReduceOps<W>>(
+        x: &[Self],
+        stride: usize,
+        n: usize,
+        op: &R,
+        out: &mut [R::Acc],
+    ) {
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = fold_leaf(&x[i * stride..i * stride + n], op, Self::widen);
+        }
+    }
+
     /// Folds `x[j]` into `acc[j]`: one input row of a column reduction, at
     /// reduce index `idx`.
     #[inline(always)]
@@ -84,6 +100,29 @@ fn accumulate_lanes<T: Copy, W: Compute, R: ReduceOps<W>>(
     for (j, &v) in chunks.remainder().iter().enumerate() {
         lanes[j] = op.reduce(lanes[j], conv(v), i + j);
     }
+}
+
+/// Combines 8 lanes pairwise: ((0+1)+(2+3))+((4+5)+(6+7)).
+#[inline(always)]
+pub(super) fn combine_lanes<W: Compute, R: ReduceOps<W>>(op: &R, l: &[R::Acc; 8]) -> R::Acc {
+    let c = |a, b| op.combine(a, b);
+    c(
+        c(c(l[0], l[1]), c(l[2], l[3])),
+        c(c(l[4], l[5]), c(l[6], l[7])),
+    )
+}
+
+/// One leaf of the pairwise tree over a whole row (reduce indices from 0):
+/// element `j` into lane `j % 8`, then the lanes combined.
+#[inline(always)]
+fn fold_leaf<T: Copy, W: Compute, R: ReduceOps<W>>(
+    x: &[T],
+    op: &R,
+    conv: impl Fn(T) -> W,
+) -> R::Acc {
+    let mut lanes = [op.identity(); 8];
+    accumulate_lanes(x, 0, op, &mut lanes, conv);
+    combine_lanes(op, &lanes)
 }
 
 impl CpuElement for f32 {}
@@ -139,6 +178,34 @@ macro_rules! half_blocks {
                 for_each_f32_block(x, $convert, |start, b| {
                     accumulate_lanes(b, first + start, op, lanes, W::from_elem::<f32>)
                 });
+            }
+
+            fn fold_rows<W: Compute, R: ReduceOps<W>>(
+                x: &[Self],
+                stride: usize,
+                n: usize,
+                op: &R,
+                out: &mut [R::Acc],
+            ) {
+                // Whole rows a block: end-to-end rows convert as one slice,
+                // rows with gaps one row at a time.
+                let rows = (BLOCK / n).max(1);
+                let mut buf = [0f32; BLOCK];
+                for (c, out) in out.chunks_mut(rows).enumerate() {
+                    let first = c * rows * stride;
+                    if stride == n {
+                        let len = out.len() * n;
+                        $convert(&x[first..first + len], &mut buf[..len]);
+                    } else {
+                        for i in 0..out.len() {
+                            let row = first + i * stride;
+                            $convert(&x[row..row + n], &mut buf[i * n..(i + 1) * n]);
+                        }
+                    }
+                    for (i, o) in out.iter_mut().enumerate() {
+                        *o = fold_leaf(&buf[i * n..(i + 1) * n], op, W::from_elem::<f32>);
+                    }
+                }
             }
 
             fn accumulate_row<W: Compute, R: ReduceOps<W>>(

@@ -26,6 +26,18 @@ pub enum CpuStrategy {
         /// Whether each output's slice is one contiguous run (a row sum).
         contiguous_rows: bool,
     },
+    /// Short rows: each output reduces one contiguous row of at most a
+    /// leaf, rows one output stride apart; a task folds a block of rows in
+    /// one loop, each row as one leaf (16-bit rows converted a block of
+    /// whole rows at a time).
+    ShortRows {
+        /// Elements per row.
+        row_len: usize,
+        /// Elements from one row's start to the next's.
+        row_stride: usize,
+        /// Rows (outputs) one parallel task computes.
+        outputs_per_block: usize,
+    },
     /// Column sums: the fastest output dim is contiguous in the input, so
     /// tiles of neighbouring outputs add whole input rows at a time.
     Outer {
@@ -79,9 +91,18 @@ impl CpuPlan {
         let (reduce_dims, output_dims) = (dims[..nr].to_vec(), dims[nr..].to_vec());
         let inputs_per_output: usize = reduce_dims.iter().map(|d| d.0).product();
         let num_outputs = iter.num_output_elements();
+        let layout = Layout::new(iter);
+        // As `reduce_inner` chunks its outputs.
+        let outputs_per_block = (PARALLEL_GRAIN / inputs_per_output.max(1)).max(1);
         let strategy = if iter.numel() == 0 {
             CpuStrategy::Empty
-        } else if Layout::new(iter).is_outer() {
+        } else if let Some((row_len, row_stride)) = layout.short_rows() {
+            CpuStrategy::ShortRows {
+                row_len,
+                row_stride,
+                outputs_per_block,
+            }
+        } else if layout.is_outer() {
             let width = output_dims[0].0;
             CpuStrategy::Outer {
                 tile: TILE.min(width),
@@ -91,8 +112,7 @@ impl CpuPlan {
             }
         } else {
             CpuStrategy::Inner {
-                // As `reduce_inner` chunks its outputs.
-                outputs_per_block: (PARALLEL_GRAIN / inputs_per_output.max(1)).max(1),
+                outputs_per_block,
                 contiguous_rows: matches!(reduce_dims.as_slice(), [(_, 1)]),
             }
         };
@@ -150,6 +170,14 @@ impl fmt::Display for CpuPlan {
                     2 * self.parallel_grain
                 )
             }
+            CpuStrategy::ShortRows {
+                row_len,
+                row_stride,
+                outputs_per_block,
+            } => writeln!(
+                f,
+                "  strategy: short rows of {row_len} contiguous elements, {row_stride} apart; each task folds {outputs_per_block} rows in one loop, a row as one leaf over 8 lanes"
+            ),
             CpuStrategy::Outer {
                 tile,
                 tiles_per_row,
@@ -249,6 +277,33 @@ mod tests {
                 contiguous_rows: false
             }
         );
+        // Rows of at most a leaf: the short-rows loop, end to end or with
+        // gaps between rows (a slice of each row).
+        let short = plan(&[1000, 3], &[1], false);
+        assert_eq!(
+            short.strategy,
+            CpuStrategy::ShortRows {
+                row_len: 3,
+                row_stride: 3,
+                outputs_per_block: 21845
+            }
+        );
+        let x = Tensor::zeros(&[1000, 8], DType::F32, Device::Cpu).unwrap();
+        let sliced = x.narrow(1, 0, 3).unwrap();
+        assert!(matches!(
+            sliced
+                .explain_cpu(ReduceOp::Sum, &[1], false)
+                .unwrap()
+                .strategy,
+            CpuStrategy::ShortRows {
+                row_len: 3,
+                row_stride: 8,
+                ..
+            }
+        ));
+        assert!(short
+            .to_string()
+            .contains("short rows of 3 contiguous elements, 3 apart"));
         let empty = plan(&[0, 3], &[0], false);
         assert_eq!(empty.strategy, CpuStrategy::Empty);
         let text = cols.to_string();

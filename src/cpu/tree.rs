@@ -16,7 +16,7 @@
 //! decides which thread computes which subtree), and f32 rounding error of a
 //! sum grows like `log n` rather than `n`.
 
-use super::element::CpuElement;
+use super::element::{combine_lanes, CpuElement};
 use super::ops::{Compute, ReduceOps};
 use crate::iter::TensorIterator;
 use crate::tensor::storage::try_vec;
@@ -89,6 +89,19 @@ impl Layout {
         off
     }
 
+    /// `(row length, row stride)` when every output reduces one contiguous
+    /// row of at most [`LEAF`] elements and the rows are one output dim
+    /// apart: the layout of row reductions over short rows, where the cost
+    /// per row, not the reading, is what limits the inner loop.
+    pub(super) fn short_rows(&self) -> Option<(usize, usize)> {
+        match (self.reduce.as_slice(), self.output.as_slice()) {
+            ([(n, 1)], [(_, stride)]) if (1..=LEAF).contains(n) && stride >= n => {
+                Some((*n, *stride))
+            }
+            _ => None,
+        }
+    }
+
     /// Column tiles apply when the fastest output dim is contiguous in the
     /// input while the fastest reduced dim is not.
     pub(super) fn is_outer(&self) -> bool {
@@ -121,6 +134,20 @@ fn reduce_inner<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     out: &mut [R::Acc],
 ) {
     let grain = (PARALLEL_GRAIN / l.num_inputs.max(1)).max(1);
+    if let Some((n, stride)) = l.short_rows() {
+        // Rows of at most one leaf, one output dim apart: each block folds
+        // its rows in one loop (the same lanes and combine order as the
+        // leaf below, so the same bits), without a call, a cursor or a
+        // 16-bit conversion per row.
+        out.par_chunks_mut(grain)
+            .enumerate()
+            .for_each(|(block, out)| {
+                let start = l.base + block * grain * stride;
+                let span = (out.len() - 1) * stride + n;
+                T::fold_rows(&data[start..start + span], stride, n, op, out);
+            });
+        return;
+    }
     // Outputs in blocks of `grain`, each block walking its outputs with a
     // running offset: with many short rows, a division per output dim per
     // output would cost more than the row itself.
@@ -180,16 +207,6 @@ impl<'a> Cursor<'a> {
             *i = 0;
         }
     }
-}
-
-/// Combines 8 lanes pairwise: ((0+1)+(2+3))+((4+5)+(6+7)).
-#[inline(always)]
-fn combine_lanes<W: Compute, R: ReduceOps<W>>(op: &R, l: &[R::Acc; 8]) -> R::Acc {
-    let c = |a, b| op.combine(a, b);
-    c(
-        c(c(l[0], l[1]), c(l[2], l[3])),
-        c(c(l[4], l[5]), c(l[6], l[7])),
-    )
 }
 
 /// Pairwise reduction of a contiguous slice whose first element has reduce
@@ -330,5 +347,66 @@ fn maybe_join<R: Send>(
         rayon::join(a, b)
     } else {
         (a(), b())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::index_ops::ArgMaxOps;
+    use super::super::ops::SumOps;
+    use super::*;
+    use crate::{bf16, f16};
+
+    /// The short-rows loop against a row at a time through the tree, bit
+    /// for bit: rows end to end and with gaps, lengths around the 8 lanes
+    /// and the 16-bit conversion block.
+    fn short_rows_match_the_tree<T: CpuElement, W: Compute, R: ReduceOps<W>>(
+        make: impl Fn(usize) -> T,
+        op: R,
+        same: impl Fn(&R::Acc, &R::Acc) -> bool,
+    ) {
+        for n in [1, 2, 3, 7, 8, 9, 16, 100, 1000, 1024] {
+            for gap in [0, 5] {
+                let stride = n + gap;
+                let rows = 3000 / n + 2;
+                let x: Vec<T> = (0..rows * stride).map(&make).collect();
+                let mut fast = vec![op.identity(); rows];
+                T::fold_rows(&x, stride, n, &op, &mut fast);
+                for (i, f) in fast.iter().enumerate() {
+                    let slow = contiguous_tree(&x[i * stride..i * stride + n], 0, &op);
+                    assert!(same(f, &slow), "row {i} of {rows}, n {n}, stride {stride}");
+                }
+            }
+        }
+    }
+
+    fn value(i: usize) -> f32 {
+        // Values of mixed magnitude, so that the association shows in the bits.
+        ((i * 7919) % 1013) as f32 * 0.37 - 150.0 + if i % 11 == 0 { 1e6 } else { 0.0 }
+    }
+
+    #[test]
+    fn short_rows_are_the_trees_leaves() {
+        let bits = |a: &f32, b: &f32| a.to_bits() == b.to_bits();
+        short_rows_match_the_tree::<f32, f32, _>(value, SumOps, bits);
+        short_rows_match_the_tree::<f16, f32, _>(|i| f16::from_f32(value(i)), SumOps, bits);
+        short_rows_match_the_tree::<bf16, f32, _>(|i| bf16::from_f32(value(i)), SumOps, bits);
+        short_rows_match_the_tree::<f64, f64, _>(
+            |i| value(i) as f64,
+            SumOps,
+            |a, b| a.to_bits() == b.to_bits(),
+        );
+        // Ties and NaNs: the index must come from the same comparisons.
+        short_rows_match_the_tree::<f32, f32, _>(
+            |i| {
+                if i % 13 == 0 {
+                    f32::NAN
+                } else {
+                    (i % 4) as f32
+                }
+            },
+            ArgMaxOps,
+            |a, b| a.index == b.index,
+        );
     }
 }
