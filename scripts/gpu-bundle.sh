@@ -9,7 +9,8 @@
 # run.sh runs every test executable with --include-ignored and
 # TENSOR_REDUCE_REQUIRE_CUDA=1, compute-sanitizer (memcheck, racecheck,
 # synccheck) over a few small GPU tests, the quickstart and cudarc_interop
-# examples, and ends with a summary. Logs are packed into $OUT/gpu-logs.tar.gz
+# examples, random cases against torch on the CPU and the GPU
+# (scripts/differential.py), and ends with a summary. Logs are packed into $OUT/gpu-logs.tar.gz
 # ($OUT unset: .gpu/gpu-logs.tar.gz).
 #
 # bench.sh regenerates one benchmark table (ours next to the peers):
@@ -91,9 +92,10 @@ TEST_TIMEOUT=${TEST_TIMEOUT:-300}
 SAN_TIMEOUT=${SAN_TIMEOUT:-60}
 DEADLINE=${DEADLINE:-3600}
 # Optional: ONLY, a grep -E pattern selecting test executables; STAGES, a
-# subset of "tests sanitizers examples".
+# subset of "tests sanitizers examples differential"; DIFF_CASES and
+# DIFF_SEED for the differential stage.
 ONLY=${ONLY:-.}
-STAGES=${STAGES:-tests sanitizers examples}
+STAGES=${STAGES:-tests sanitizers examples differential}
 SECONDS=0
 summary=()
 
@@ -175,6 +177,18 @@ if [[ " $STAGES " == *" examples "* ]] && [ -f "$here/../scripts/display_torch_c
   else
     summary+=("display fixture vs torch: $(grep -c '^>' "$logs/display.diff") lines differ (see display.diff)")
   fi
+fi
+
+# Random cases against torch on both devices (scripts/differential.py).
+diff_ex=$(grep -m1 differential "$here/examples.list" || true)
+if [[ " $STAGES " == *" differential "* ]] && [ -n "$diff_ex" ] && python3 -c 'import torch' 2>/dev/null; then
+  dd=$(mktemp -d)
+  python3 "$here/../scripts/differential.py" gen "$dd" --cases "${DIFF_CASES:-2000}" --seed "${DIFF_SEED:-1}" >/dev/null &&
+    timeout 400 "$here/bin/$diff_ex" "$dd" >"$logs/differential.log" 2>&1 &&
+    python3 "$here/../scripts/differential.py" check "$dd" --messages >>"$logs/differential.log" 2>&1
+  echo "differential: $(grep -m1 '^differential: .*compared' "$logs/differential.log" || echo 'did not finish, see differential.log')"
+  grep '^DIFF' "$logs/differential.log" | head -30
+  summary+=("$(grep -m1 '^differential: .*compared' "$logs/differential.log" || echo 'differential: did not finish')")
 fi
 
 echo "==== summary ===="

@@ -1,0 +1,376 @@
+"""A differential test of the library against PyTorch, on random cases.
+
+    python3 scripts/differential.py gen DIR [--cases N] [--seed S]
+    cargo run --release --example differential -- DIR
+    python3 scripts/differential.py check DIR
+
+`gen` (standard library only) writes DIR/cases.json and DIR/data.bin: each
+case is an op with its arguments (dims, keepdim, correction, p, a result
+dtype), a dtype, a base shape (empty dims and zero-dim tensors included), a
+chain of views (transpose, permute, stepped slices, broadcast expands) and
+values of one style (normal, ties, specials such as NaN, +-inf and -0.0, all
+-inf rows). Bad arguments (dims out of range or repeated) are part of the
+mix. `check` rebuilds every case in torch on the device each of our results
+came from and compares:
+
+- errors: both raise, or neither does (messages are listed, not judged);
+- dtypes and shapes exactly;
+- indices and integer or bool values exactly;
+- floating values with NaNs and infinities in the same places and finite
+  values within a tolerance scaled by the dtype's epsilon and the magnitude
+  of what was reduced.
+
+Exits 1 when any case differs, printing each difference.
+"""
+import argparse
+import json
+import math
+import random
+import struct
+import sys
+from pathlib import Path
+
+FLOATS = ["f32", "f64", "f16", "bf16"]
+DTYPES = FLOATS + ["i32", "i64", "u8", "bool"]
+DTYPE_WEIGHTS = [4, 2, 2, 2, 1, 2, 1, 1]
+VALUE_OPS = ["sum", "nansum", "prod", "mean", "amax", "amin", "any", "all"]
+OPS = VALUE_OPS + ["max_dim", "min_dim", "argmax", "argmin", "aminmax", "var", "std",
+                   "var_mean", "std_mean", "norm", "logsumexp"]
+SIZES = [0, 1, 1, 2, 3, 4, 5, 7, 8, 9, 16, 33]
+
+
+def round_to(dtype, v):
+    """v rounded to a value `dtype` holds exactly (as a Python float or int)."""
+    if dtype == "f32":
+        return struct.unpack("<f", struct.pack("<f", v))[0] if math.isfinite(v) or math.isnan(v) else v
+    if dtype == "f16":
+        try:
+            return struct.unpack("<e", struct.pack("<e", v))[0]
+        except OverflowError:
+            return math.copysign(math.inf, v)
+    if dtype == "bf16":
+        if math.isnan(v) or math.isinf(v):
+            return v
+        bits = struct.unpack("<I", struct.pack("<f", v))[0]
+        bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+        return struct.unpack("<f", struct.pack("<I", bits & 0xFFFFFFFF))[0]
+    return v
+
+
+def values(rng, dtype, n):
+    style = rng.choice(["normal", "normal", "ties", "specials", "neg_inf", "big"])
+    out = []
+    for _ in range(n):
+        if dtype == "bool":
+            out.append(int(rng.random() < 0.5) if style != "ties" else 1)
+        elif dtype == "u8":
+            out.append(rng.randrange(256) if style != "ties" else rng.choice([0, 255]))
+        elif dtype in ("i32", "i64"):
+            if style == "big":
+                out.append(rng.choice([2**31 - 1, -(2**31), 2**30]) if dtype == "i32" else rng.choice([2**62, -(2**62), 2**40]))
+            elif style == "ties":
+                out.append(rng.choice([-3, 0, 3]))
+            else:
+                out.append(rng.randrange(-1000, 1000))
+        else:
+            if style == "ties":
+                v = float(rng.choice([-2, 0, 1, 1, 2]))
+            elif style == "specials":
+                v = rng.choice([math.nan, math.inf, -math.inf, -0.0, 0.0, rng.gauss(0, 1)])
+            elif style == "neg_inf":
+                v = -math.inf if rng.random() < 0.8 else rng.gauss(0, 3)
+            elif style == "big":
+                v = rng.gauss(0, 1) * rng.choice([1e3, 1e4, 6e4 if dtype == "f16" else 1e30])
+            else:
+                v = rng.gauss(0, 1) * 2 + (0.5 if rng.random() < 0.3 else 0)
+            out.append(round_to(dtype, v))
+    return out
+
+
+def random_dims(rng, rank, single=False):
+    r = max(rank, 1)
+    roll = rng.random()
+    if roll < 0.05:  # bad input: out of range
+        return [rng.choice([r, -r - 1, r + 2])]
+    if roll < 0.08 and rank >= 1 and not single:  # bad input: repeated
+        d = rng.randrange(rank)
+        return [d, d - rank]
+    if roll < 0.3 or rank == 0:
+        return None
+    if single:
+        return [rng.randrange(-rank, rank)]
+    k = rng.randint(1, rank)
+    dims = rng.sample(range(rank), k)
+    return [d - rank if rng.random() < 0.3 else d for d in dims]
+
+
+def random_views(rng, shape):
+    steps, shape = [], list(shape)
+    for _ in range(rng.choice([0, 0, 1, 1, 2])):
+        rank = len(shape)
+        kind = rng.choice(["transpose", "permute", "slice", "expand", "t"])
+        if kind == "t" and rank <= 2:
+            steps.append(["t"])
+            shape = shape[::-1]
+        elif kind == "transpose" and rank >= 2:
+            a, b = rng.sample(range(rank), 2)
+            steps.append(["transpose", a, b - rank])
+            shape[a], shape[b] = shape[b], shape[a]
+        elif kind == "permute" and rank >= 2:
+            perm = list(range(rank))
+            rng.shuffle(perm)
+            steps.append(["permute", perm])
+            shape = [shape[p] for p in perm]
+        elif kind == "slice" and rank >= 1:
+            d = rng.randrange(rank)
+            n = shape[d]
+            start = rng.randint(0, max(n - 1, 0))
+            end = rng.randint(start, n)
+            step = rng.choice([1, 2, 3])
+            steps.append(["slice", d, start, end, step])
+            shape[d] = max(0, (end - start + step - 1) // step)
+        elif kind == "expand":
+            d = rng.randint(0, rank)
+            size = rng.choice([1, 2, 3, 5])
+            steps.append(["unsqueeze", d])
+            shape.insert(d, 1)
+            steps.append(["expand", shape[:d] + [size] + shape[d + 1:]])
+            shape[d] = size
+    return steps, shape
+
+
+def gen(args):
+    rng = random.Random(args.seed)
+    out = Path(args.dir)
+    out.mkdir(parents=True, exist_ok=True)
+    cases, words = [], bytearray()
+    for i in range(args.cases):
+        dtype = rng.choices(DTYPES, DTYPE_WEIGHTS)[0]
+        rank = rng.choice([0, 1, 1, 2, 2, 2, 3, 3, 4])
+        shape = [rng.choice(SIZES) for _ in range(rank)]
+        if rng.random() < 0.1 and rank >= 1:  # a long row
+            shape[-1] = rng.choice([100, 1000, 4099])
+        while math.prod(shape) > 20000:
+            shape[shape.index(max(shape))] //= 2
+        if rng.random() > 0.1:  # mostly non-empty
+            shape = [max(s, 1) for s in shape]
+        n = math.prod(shape)
+        data = values(rng, dtype, n)
+        offset = len(words) // 8
+        fmt = "<d" if dtype in FLOATS else "<q"
+        for v in data:
+            words += struct.pack(fmt, v)
+        views, vshape = random_views(rng, shape)
+        vrank = len(vshape)
+        op = rng.choice(OPS)
+        a = {"keepdim": rng.random() < 0.3}
+        if op in ("max_dim", "min_dim"):
+            d = random_dims(rng, vrank, single=True)
+            a["dim"] = d[0] if d else (rng.choice([0, -1]) if vrank <= 1 else 0)
+        elif op in ("argmax", "argmin"):
+            d = random_dims(rng, vrank, single=True)
+            a["dim"] = d[0] if d else None
+        elif op in ("aminmax", "prod"):
+            a["dims"] = random_dims(rng, vrank, single=True)
+        else:
+            a["dims"] = random_dims(rng, vrank)
+        if op in ("var", "std", "var_mean", "std_mean"):
+            a["correction"] = rng.choice([0, 1, 1, 2, -1, 0.5])
+        if op == "norm":
+            a["p"] = rng.choice([0, 1, 2, 2, math.inf, -math.inf, 3, 0.5, -1])
+        if op in ("sum", "prod", "mean") and rng.random() < 0.15:
+            a["dtype"] = rng.choice(["f64", "f32", "i64", "f16"])
+        cases.append({"id": i, "dtype": dtype, "base_shape": shape, "data_offset": offset,
+                      "view": views, "op": op, "args": a})
+    # JSON has no infinities: the one float argument that takes them, p,
+    # is then the string "inf" or "-inf".
+    for c in cases:
+        p = c["args"].get("p")
+        if p is not None and math.isinf(p):
+            c["args"]["p"] = str(p)
+    (out / "cases.json").write_text(json.dumps(cases, allow_nan=False))
+    (out / "data.bin").write_bytes(bytes(words))
+    print(f"{len(cases)} cases in {out}")
+
+
+# ---- check (torch) ----
+
+def check(args):
+    import torch
+
+    tdt = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16,
+           "i32": torch.int32, "i64": torch.int64, "u8": torch.uint8, "bool": torch.bool}
+    name_of = {v: k for k, v in tdt.items()}
+    eps = {"f32": 1.2e-7, "f64": 2.3e-16, "f16": 9.8e-4, "bf16": 7.9e-3}
+    d = Path(args.dir)
+    cases = {c["id"]: c for c in json.loads((d / "cases.json").read_text())}
+    ours = json.loads((d / "ours.json").read_text())
+    words = (d / "data.bin").read_bytes()
+    ours_bin = (d / "ours.bin").read_bytes()
+
+    def base(c, device):
+        n = math.prod(c["base_shape"])
+        off = c["data_offset"] * 8
+        fmt = "d" if c["dtype"] in FLOATS else "q"
+        vals = struct.unpack(f"<{n}{fmt}", words[off:off + 8 * n])
+        t = torch.tensor(vals, dtype=torch.float64 if fmt == "d" else torch.int64)
+        return t.to(tdt[c["dtype"]]).reshape(c["base_shape"]).to(device)
+
+    def view(x, s):
+        k = s[0]
+        if k == "t":
+            return x.t()
+        if k == "transpose":
+            return x.transpose(s[1], s[2])
+        if k == "permute":
+            return x.permute(*s[1])
+        if k == "slice":
+            idx = [slice(None)] * x.dim()
+            idx[s[1]] = slice(s[2], s[3], s[4])
+            return x[tuple(idx)]
+        if k == "unsqueeze":
+            return x.unsqueeze(s[1])
+        if k == "expand":
+            return x.expand(*s[1])
+        raise ValueError(k)
+
+    def torch_op(x, c):
+        a, op = c["args"], c["op"]
+        dims, keep = a.get("dims"), a.get("keepdim", False)
+        dt = tdt[a["dtype"]] if a.get("dtype") else None
+        all_dims = dims is None or len(dims) == 0
+
+        def keep_all(r):
+            return r.reshape([1] * x.dim()) if keep else r
+
+        if op in ("sum", "mean"):
+            f = getattr(torch, op)
+            return [keep_all(f(x, dtype=dt)) if all_dims else f(x, dim=dims, keepdim=keep, dtype=dt)]
+        if op == "prod":
+            return [keep_all(torch.prod(x, dtype=dt)) if all_dims else torch.prod(x, dims[0], keepdim=keep, dtype=dt)]
+        if op == "nansum":
+            return [keep_all(torch.nansum(x)) if all_dims else torch.nansum(x, dim=dims, keepdim=keep)]
+        if op in ("amax", "amin"):
+            return [getattr(torch, op)(x, dim=() if all_dims else dims, keepdim=keep)]
+        if op in ("any", "all"):
+            f = getattr(torch, op)
+            return [keep_all(f(x)) if all_dims else f(x, dim=tuple(dims), keepdim=keep)]
+        if op in ("max_dim", "min_dim"):
+            r = (torch.max if op == "max_dim" else torch.min)(x, a["dim"], keepdim=keep)
+            return [r.values, r.indices]
+        if op in ("argmax", "argmin"):
+            return [getattr(torch, op)(x, dim=a.get("dim"), keepdim=keep)]
+        if op == "aminmax":
+            r = torch.aminmax(x, dim=None if all_dims else dims[0], keepdim=keep)
+            return [r.min, r.max]
+        if op in ("var", "std", "var_mean", "std_mean"):
+            r = getattr(torch, op)(x, dim=None if all_dims else dims, correction=a["correction"], keepdim=keep)
+            return list(r) if isinstance(r, tuple) else [r]
+        if op == "norm":
+            return [torch.linalg.vector_norm(x, ord=float(a["p"]), dim=None if all_dims else dims, keepdim=keep)]
+        if op == "logsumexp":
+            return [torch.logsumexp(x, dim=tuple(range(x.dim())) if all_dims else dims, keepdim=keep)]
+        raise ValueError(op)
+
+    def tolerance(c, x, out_name):
+        """Absolute tolerance for one float result: epsilons of the dtypes
+        involved times the magnitude of what was reduced."""
+        e = max(eps.get(out_name, 0.0), eps.get(c["dtype"], 0.0), eps["f32"] if c["dtype"] not in ("f64",) else 0)
+        xf = x.detach().to("cpu", torch.float64).abs()
+        xf = xf[torch.isfinite(xf)]
+        m = float(xf.max()) if xf.numel() else 1.0
+        n = max(x.numel(), 1)
+        if c["op"] in ("var", "std", "var_mean", "std_mean"):
+            return e * 64 * (m * m + m) * 4
+        if c["op"] == "prod":
+            return None  # relative only
+        return e * 16 * m * math.sqrt(n) + e * 8 * m
+
+    mismatches, messages, compared = [], [], 0
+    for r in ours:
+        c = cases[r["id"]]
+        dev = "cuda" if r["device"] == "cuda" else "cpu"
+        label = f"case {c['id']} on {dev}: {c['op']}({c['args']}) of {c['dtype']} {c['base_shape']} views {c['view']}"
+        x = base(c, dev)
+        try:
+            for s in c["view"]:
+                x = view(x, s)
+        except Exception as e:
+            if "view_error" not in r:
+                mismatches.append(f"{label}: torch's view raised {e!r}, ours did not")
+            continue
+        if "view_error" in r:
+            mismatches.append(f"{label}: our view raised {r['view_error']}, torch's did not")
+            continue
+        try:
+            expected = torch_op(x, c)
+            terr = None
+        except Exception as e:
+            expected, terr = None, f"{type(e).__name__}: {str(e).splitlines()[0]}"
+        compared += 1
+        if terr is not None or "error" in r:
+            if terr is None:
+                mismatches.append(f"{label}: ours raised `{r['error']}`, torch returned")
+            elif "error" not in r:
+                mismatches.append(f"{label}: torch raised `{terr}`, ours returned")
+            else:
+                messages.append(f"{c['op']}: ours `{r['error']}` | torch `{terr}`")
+            continue
+        outs = r["outputs"]
+        if len(outs) != len(expected):
+            mismatches.append(f"{label}: {len(outs)} outputs, torch {len(expected)}")
+            continue
+        for k, (o, t) in enumerate(zip(outs, expected)):
+            tname = name_of[t.dtype]
+            if o["dtype"] != tname or list(o["shape"]) != list(t.shape):
+                mismatches.append(f"{label} output {k}: ours {o['dtype']} {o['shape']}, torch {tname} {list(t.shape)}")
+                continue
+            n = t.numel()
+            fmt = "d" if tname in FLOATS else "q"
+            got = struct.unpack(f"<{n}{fmt}", ours_bin[o["offset"] * 8:(o["offset"] + n) * 8])
+            want = t.detach().to("cpu", torch.float64 if fmt == "d" else torch.int64).flatten().tolist()
+            if fmt == "q":
+                bad = [(i, g, w) for i, (g, w) in enumerate(zip(got, want)) if g != w]
+            else:
+                atol = tolerance(c, x, tname)
+                bad = []
+                for i, (g, w) in enumerate(zip(got, want)):
+                    if math.isnan(w) or math.isnan(g):
+                        ok = math.isnan(w) and math.isnan(g)
+                    elif math.isinf(w) or math.isinf(g):
+                        ok = g == w
+                    else:
+                        ok = abs(g - w) <= (atol if atol is not None else 0) + 8 * eps.get(tname, 1e-7) * abs(w) + \
+                            (16 * eps.get(tname, 1e-7) * abs(w) if atol is None else 0)
+                    if not ok:
+                        bad.append((i, g, w))
+            if bad:
+                mismatches.append(f"{label} output {k} ({tname}): {len(bad)} of {n} differ, e.g. {bad[:3]}")
+    print(f"differential: {compared} results compared with torch {torch.__version__}, {len(mismatches)} differ")
+    for m in mismatches:
+        print("DIFF", m)
+    if args.messages:
+        for m in sorted(set(messages)):
+            print("MSG", m)
+    return 1 if mismatches else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    g = sub.add_parser("gen")
+    g.add_argument("dir")
+    g.add_argument("--cases", type=int, default=2000)
+    g.add_argument("--seed", type=int, default=1)
+    c = sub.add_parser("check")
+    c.add_argument("dir")
+    c.add_argument("--messages", action="store_true", help="also list both sides' error messages")
+    args = ap.parse_args()
+    if args.cmd == "gen":
+        gen(args)
+        return 0
+    return check(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
