@@ -37,6 +37,11 @@ struct ReduceConfig {
   uint32_t output_vec_size;
   uint32_t input_vec_size;
   uint32_t vt0;
+  // The ShortRows strategy (0 lanes_per_row: PyTorch's paths above): see
+  // ReduceOp::short_rows.
+  uint32_t lanes_per_row;
+  uint32_t row_vec_size;
+  uint32_t rows_per_thread;
 
   __device__ __forceinline__ bool should_block_x_reduce() const { return input_mult[BLOCK_X] != 0; }
   __device__ __forceinline__ bool should_block_y_reduce() const { return input_mult[BLOCK_Y] != 0; }
@@ -97,6 +102,10 @@ struct ReduceArgs {
   uint32_t reserved;
 };
 
+// The most rows one thread of the ShortRows strategy takes (its loads in
+// flight); the host's SHORT_ROWS_MAX_ROWS_PER_THREAD, checked equal below.
+constexpr int kMaxRowsPerThread = 8;
+
 template <typename scalar_t, typename ops_t, typename index_t, typename out_scalar_t, int vt0, int input_vec_size>
 struct ReduceOp {
   using arg_t = typename ops_t::arg_t;
@@ -114,6 +123,12 @@ struct ReduceOp {
 
   template <int output_vec_size>
   __device__ void run() const {
+    if constexpr (output_vec_size == 1) {
+      if (config().lanes_per_row != 0) {
+        run_short_rows();
+        return;
+      }
+    }
     // 8-byte aligned: holds Array<arg_t, output_vec_size> values.
     extern __shared__ uint64_t shared_memory_words[];
     char* shared_memory = reinterpret_cast<char*>(shared_memory_words);
@@ -142,9 +157,24 @@ struct ReduceOp {
     }
 
     Array<out_scalar_t*, output_vec_size> out;
-    // Element positions in the output, where a second output (same layout,
-    // its own element size) is written too.
     Array<index_t, output_vec_size> out_elem;
+    arg_vec_t* acc = output_slots<output_vec_size>(output_idx, out, out_elem);
+
+    if (config.should_global_reduce()) {
+      global_reduce<output_vec_size>(value, acc, out, out_elem, output_idx, shared_memory);
+    } else if (config.should_store(output_idx)) {
+      store_output<output_vec_size>(value, acc, out, out_elem);
+    }
+  }
+
+  // Where outputs output_idx .. output_idx + output_vec_size go: their
+  // pointers, their element positions (where a second output, same layout
+  // in its own element size, is written too), and their accumulation-buffer
+  // slot when the host passed one (nullptr otherwise).
+  template <int output_vec_size>
+  __device__ __forceinline__ Array<arg_t, output_vec_size>* output_slots(
+      index_t output_idx, Array<out_scalar_t*, output_vec_size>& out,
+      Array<index_t, output_vec_size>& out_elem) const {
     index_t base_offset0 = 0;
 #pragma unroll
     for (int i = 0; i < output_vec_size; i++) {
@@ -155,18 +185,108 @@ struct ReduceOp {
       out[i] = reinterpret_cast<out_scalar_t*>(args.dst[0] + off);
       out_elem[i] = off / (index_t)sizeof(out_scalar_t);
     }
-
-    arg_vec_t* acc = nullptr;
-    if (args.acc_buf != 0) {
-      // The accumulation buffer mirrors the output's layout in arg_t units.
-      acc = reinterpret_cast<arg_vec_t*>(args.acc_buf +
-                                         (uint64_t)base_offset0 / sizeof(out_scalar_t) * sizeof(arg_t));
+    if (args.acc_buf == 0) {
+      return nullptr;
     }
+    // The accumulation buffer mirrors the output's layout in arg_t units.
+    return reinterpret_cast<Array<arg_t, output_vec_size>*>(
+        args.acc_buf + (uint64_t)base_offset0 / sizeof(out_scalar_t) * sizeof(arg_t));
+  }
 
-    if (config.should_global_reduce()) {
-      global_reduce<output_vec_size>(value, acc, out, out_elem, output_idx, shared_memory);
-    } else if (config.should_store(output_idx)) {
-      store_output<output_vec_size>(value, acc, out, out_elem);
+  // The ShortRows strategy, for rows too short to keep PyTorch's lanes busy:
+  // `lanes_per_row` lanes of a warp own one contiguous row, each loading one
+  // `row_vec_size`-wide vector of it, so a warp covers 32 / lanes_per_row
+  // neighbouring rows per load and reads them as one contiguous span when
+  // the rows are. A thread takes `rows_per_thread` rows, one CTA pass
+  // (`step_output` rows) apart, and issues all their loads before reducing
+  // any: with a single load per row, loads in flight per thread are what
+  // keeps HBM busy. The lanes of a row then combine by shuffles in a fixed
+  // tree, so the result depends on the plan alone, as everywhere else.
+  __device__ __forceinline__ void run_short_rows() const {
+    switch (config().row_vec_size) {
+      case 1:
+        short_rows<1>();
+        break;
+      case 2:
+        short_rows<2>();
+        break;
+      case 4:
+        short_rows<4>();
+        break;
+      case 8:
+        short_rows<8>();
+        break;
+      case 16:
+        short_rows<16>();
+        break;
+    }
+  }
+
+  template <int W>
+  __device__ __forceinline__ void short_rows() const {
+    // Only widths a 16-byte load holds and the planner can pick (it never
+    // exceeds the op's input_vec_size).
+    if constexpr (W <= input_vec_size && W * sizeof(scalar_t) <= 16) {
+      const ReduceConfig& config = this->config();
+      const ops_t op = ops();
+      using load_t = aligned_vector<scalar_t, W>;
+      const uint32_t lanes = config.lanes_per_row;
+      const uint32_t rows_per_warp = warpSize / lanes;
+      const uint32_t group = threadIdx.x / lanes;
+      const uint32_t lane = threadIdx.x - group * lanes;
+      const index_t first_row =
+          blockIdx.x * config.step_output * config.rows_per_thread + threadIdx.y * rows_per_warp + group;
+
+      load_t values[kMaxRowsPerThread];
+      bool live[kMaxRowsPerThread];
+#pragma unroll
+      for (int r = 0; r < kMaxRowsPerThread; r++) {
+        const index_t row = first_row + r * config.step_output;
+        live[r] = r < (int)config.rows_per_thread && group < rows_per_warp && row < config.num_outputs;
+        if (live[r]) {
+          const char* row_start = reinterpret_cast<const char*>(args.src + args.output_calc.get(row)[1]);
+          values[r] = reinterpret_cast<const load_t*>(row_start)[lane];
+        }
+      }
+
+      arg_t value[kMaxRowsPerThread];
+#pragma unroll
+      for (int r = 0; r < kMaxRowsPerThread; r++) {
+        value[r] = ident();
+        if (live[r]) {
+#pragma unroll
+          for (int i = 0; i < W; i++) {
+            value[r] = op.reduce(value[r], values[r].val[i], (int64_t)(lane * W + i));
+          }
+        }
+      }
+
+      // Lane l adds lane l + offset of its own row: after offsets 1, 2, 4, ...
+      // lane 0 of each row holds the whole row, for any lanes_per_row.
+      // Every lane shuffles (the mask is the full warp).
+      for (uint32_t offset = 1; offset < lanes; offset <<= 1) {
+#pragma unroll
+        for (int r = 0; r < kMaxRowsPerThread; r++) {
+          arg_t other = op.warp_shfl_down(value[r], offset);
+          if (lane + offset < lanes) {
+            value[r] = op.combine(value[r], other);
+          }
+        }
+      }
+
+      if (lane == 0) {
+#pragma unroll
+        for (int r = 0; r < kMaxRowsPerThread; r++) {
+          if (live[r]) {
+            Array<out_scalar_t*, 1> out;
+            Array<index_t, 1> out_elem;
+            Array<arg_t, 1>* acc = output_slots<1>(first_row + r * config.step_output, out, out_elem);
+            Array<arg_t, 1> result;
+            result[0] = value[r];
+            store_output<1>(result, acc, out, out_elem);
+          }
+        }
+      }
     }
   }
 

@@ -137,6 +137,47 @@ fn input_vectorized_contiguous_rows() {
 
 #[test]
 #[ignore = "needs a CUDA device"]
+fn short_rows_strategy() {
+    let Some((dev, props)) = gpu("short_rows_strategy") else {
+        return;
+    };
+    // Row lengths of every lane count up to a warp, whole vectors or not,
+    // enough rows for several per thread, and rows starting off a vector
+    // boundary (a narrowed view).
+    for (dt, shape, narrow) in [
+        (DType::F32, [1 << 20, 4], None),
+        (DType::F32, [600_000, 7], None),
+        (DType::F32, [300_000, 16], Some((1, 15))),
+        (DType::F32, [40_000, 128], None),
+        (DType::F16, [1 << 20, 16], None),
+        (DType::BF16, [500_000, 2], None),
+        (DType::F64, [300_000, 40], None),
+        (DType::I64, [400_000, 5], None),
+        (DType::U8, [300_000, 48], None),
+        (DType::Bool, [300_000, 3], None),
+    ] {
+        let x = ints(&shape, dt, 3);
+        let view = |t: &Tensor| match narrow {
+            Some((start, len)) => t.narrow(1, start, len).unwrap(),
+            None => t.clone(),
+        };
+        let l = check(
+            &x,
+            view,
+            &[1],
+            ReduceOp::Sum.output_dtype(dt, None).unwrap(),
+            dev,
+            &props,
+        );
+        assert!(
+            any_launch(&l, |l| l.config.lanes_per_row != 0),
+            "{dt} {shape:?} did not take the short-rows strategy"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
 fn misaligned_views_take_the_head_and_tail_paths() {
     let Some((dev, props)) = gpu("misaligned_views_take_the_head_and_tail_paths") else {
         return;
@@ -569,12 +610,16 @@ fn ops_on_every_path(test: &str, ops: &[ReduceOp]) {
         return;
     };
     type Case = (Vec<usize>, fn(&Tensor) -> Tensor, Vec<isize>);
-    let cases: [Case; 5] = [
+    let cases: [Case; 7] = [
         (vec![64, 1028], |t| t.narrow(1, 1, 1027).unwrap(), vec![1]),
         (vec![1024, 96], |t| t.clone(), vec![0]),
         (vec![4096, 8], |t| t.clone(), vec![0]),
         (vec![1 << 18], |t| t.clone(), vec![]),
         (vec![4, 16, 14, 14], |t| t.clone(), vec![0, 2, 3]),
+        // Short rows: 3 lanes of scalar loads per row and several rows per
+        // thread; rows of 12 starting mid-vector, 16 apart.
+        (vec![600_000, 3], |t| t.clone(), vec![1]),
+        (vec![2048, 16], |t| t.narrow(1, 2, 12).unwrap(), vec![-1]),
     ];
     for &op in ops {
         for dt in DType::ALL {

@@ -209,6 +209,74 @@ proptest! {
     }
 }
 
+/// Rows of a contiguous reduced dim, as `[rows, row_len]` inside rows
+/// `row_len + pad` apart, with an extra kept dim `outer` apart: the layouts
+/// the ShortRows strategy takes (whole vectors or not, aligned or not).
+fn short_rows_layout() -> impl Strategy<Value = Layout> {
+    (
+        1usize..=48,
+        1usize..=700,
+        0usize..=4,
+        1usize..=3,
+        0usize..=9,
+    )
+        .prop_map(|(row_len, rows, pad, outer, offset)| {
+            let row_stride = row_len + pad;
+            Layout {
+                shape: vec![outer, rows, row_len],
+                strides: vec![(rows * row_stride) as isize, row_stride as isize, 1],
+                offset,
+                mask: vec![false, false, true],
+            }
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn short_rows_launches_are_covered_exactly_once(l in short_rows_layout(), dtype in dtype(), props in device()) {
+        let plan = plan_layout(&l, dtype, &props);
+        if let Err(e) = check_plan(&plan) {
+            return Err(TestCaseError::fail(format!("{e}\nplan: {:#?}", plan.launches[0].config)));
+        }
+    }
+}
+
+#[test]
+fn the_short_rows_generator_reaches_every_load_width() {
+    // Guard against the generator above missing the strategy's branches:
+    // every load width, several rows per thread, and rows that are not a
+    // power of two of lanes.
+    let mut seen = std::collections::BTreeSet::new();
+    let tiny = DeviceProps {
+        sm_count: 1,
+        max_threads_per_sm: 256,
+        ..DeviceProps::h200()
+    };
+    for (row_len, offset, dtype) in [
+        (16, 0, DType::F32),
+        (6, 2, DType::F32),
+        (5, 1, DType::F32),
+        (48, 0, DType::U8),
+        (24, 0, DType::F16),
+    ] {
+        let l = Layout {
+            shape: vec![1, 700, row_len],
+            strides: vec![700 * row_len as isize, row_len as isize, 1],
+            offset,
+            mask: vec![false, false, true],
+        };
+        let plan = plan_layout(&l, dtype, &tiny);
+        let c = plan.launches[0].config;
+        assert_ne!(c.lanes_per_row, 0, "{l:?} {dtype} should take short rows");
+        assert!(c.rows_per_thread > 1, "{c:?}");
+        seen.insert(c.row_vec_size);
+        assert_eq!(check_plan(&plan), Ok(700 * row_len));
+    }
+    assert_eq!(seen.into_iter().collect::<Vec<_>>(), [1, 2, 4, 8]);
+}
+
 #[test]
 fn the_global_reduce_generator_reaches_the_cta_split() {
     // Guard against the strategy above silently never splitting.

@@ -42,6 +42,9 @@ pub(crate) struct ReduceConfigC {
     pub output_vec_size: u32,
     pub input_vec_size: u32,
     pub vt0: u32,
+    pub lanes_per_row: u32,
+    pub row_vec_size: u32,
+    pub rows_per_thread: u32,
 }
 
 impl From<&ReduceConfig> for ReduceConfigC {
@@ -62,6 +65,9 @@ impl From<&ReduceConfig> for ReduceConfigC {
             output_vec_size: c.output_vec_size,
             input_vec_size: c.input_vec_size,
             vt0: c.vt0,
+            lanes_per_row: c.lanes_per_row,
+            row_vec_size: c.row_vec_size,
+            rows_per_thread: c.rows_per_thread,
         }
     }
 }
@@ -260,6 +266,10 @@ pub(crate) fn layout_asserts() -> String {
     );
     check("sizeof(OpParams)", size_of::<[f64; 2]>());
     check("sizeof(ReduceArgs<uint32_t>)", size_of::<ReduceArgs>());
+    check(
+        "kMaxRowsPerThread",
+        crate::cuda::plan::SHORT_ROWS_MAX_ROWS_PER_THREAD as usize,
+    );
     s.push_str("}  // namespace tr\n");
     s
 }

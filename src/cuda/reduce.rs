@@ -221,6 +221,16 @@ fn check_alignment(args: &ReduceArgs, l: &LaunchPlan, input: DType) -> Result<()
             )));
         }
     }
+    if c.lanes_per_row != 0 {
+        let align = u64::from(c.row_vec_size) * input.size_in_bytes() as u64;
+        if args.src % align != 0 || c.output_vec_size != 1 {
+            return Err(Error::Unsupported(format!(
+                "plan loads rows {} inputs at a time but the input address is only {}-byte aligned",
+                c.row_vec_size,
+                1u64 << args.src.trailing_zeros().min(63)
+            )));
+        }
+    }
     if c.vectorize_input && c.output_vec_size != 1 {
         return Err(Error::Unsupported(
             "plan vectorises both input and output".into(),

@@ -63,28 +63,6 @@ pub struct Decisions {
     pub target_grid_size: u32,
     /// `ctas_per_output1..3` when a CTA split was considered.
     pub ctas_candidates: Option<[u32; 3]>,
-    /// Our [`Strategy::VectorizedShortRows`] vectorised a row shorter than
-    /// PyTorch's 128-input threshold.
-    pub short_rows_vectorized: bool,
-}
-
-/// How a launch is configured: PyTorch's heuristic as it is, or one of our
-/// branches where that heuristic leaves bandwidth on the table. Every
-/// branch produces an ordinary [`ReduceConfig`] for the one `reduce_kernel`,
-/// so it works for any op's functor and stays deterministic.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Strategy {
-    /// `setReduceConfig`, ported as it is.
-    PyTorch,
-    /// Short contiguous rows (fewer than 128 inputs per output) read with
-    /// vector loads: PyTorch only vectorises rows of 128 inputs or more, so
-    /// a row of 16 f32 gets 16 lanes issuing 4-byte loads. Here each row
-    /// gets `row / input_vec_size` lanes issuing one 16-byte load each and
-    /// block.y takes neighbouring rows, as CUB's and OneFlow's short-segment
-    /// kernels do. Only when every row starts on a vector boundary and is a
-    /// whole number of vectors, so the kernel's head and tail paths (which
-    /// assume at least a vector's worth of lanes) never run.
-    VectorizedShortRows,
 }
 
 impl ReduceConfig {
@@ -115,6 +93,9 @@ impl ReduceConfig {
             vt0: signature.vt0,
             warp_size,
             max_num_threads: signature.max_num_threads,
+            lanes_per_row: 0,
+            row_vec_size: 0,
+            rows_per_thread: 1,
         }
     }
 
@@ -163,12 +144,13 @@ impl ReduceConfig {
         [self.block_width, self.block_height, 1]
     }
 
-    /// `grid()`: one CTA column per `step_output` output vectors, and
-    /// `ctas_per_output` CTAs along y sharing each.
+    /// `grid()`: one CTA column per `step_output` output vectors (times
+    /// `rows_per_thread`, 1 in PyTorch's config), and `ctas_per_output` CTAs
+    /// along y sharing each.
     pub fn grid(&self) -> [u32; 3] {
         let x = div_up(
             u64::from(self.num_outputs / self.output_vec_size),
-            u64::from(self.step_output),
+            u64::from(self.step_output) * u64::from(self.rows_per_thread),
         );
         [x as u32, self.ctas_per_output, 1]
     }
@@ -345,44 +327,6 @@ pub fn set_reduce_config(
     signature: &Signature,
     props: &DeviceProps,
 ) -> (ReduceConfig, Decisions) {
-    configure(iter, signature, props, Strategy::PyTorch)
-}
-
-/// The strategy this crate runs for `iter`: [`Strategy::VectorizedShortRows`]
-/// where its conditions hold, else PyTorch's.
-pub fn choose_strategy(iter: &TensorIterator, signature: &Signature) -> Strategy {
-    let nrd = iter.num_reduce_dims();
-    if nrd != 1 || iter.ndim() <= nrd {
-        return Strategy::PyTorch;
-    }
-    let strides = iter.strides(TensorIterator::INPUT);
-    let scalar = signature.input.size_in_bytes() as i64;
-    let vec = i64::from(signature.input_vec_size);
-    let row = iter.shape()[0] as i64;
-    let vector_bytes = vec * scalar;
-    let contiguous_row = strides[0] == scalar && strides[0] < strides[nrd];
-    // Every row start is a vector boundary: the base, and every step between
-    // rows (the output dims' input strides, for dims that really move).
-    let aligned = iter.data_offset(TensorIterator::INPUT) as i64 % vector_bytes == 0
-        && iter.shape()[nrd..]
-            .iter()
-            .zip(&strides[nrd..])
-            .all(|(&n, &st)| n == 1 || st % vector_bytes == 0);
-    if contiguous_row && aligned && row < 128 && row >= vec && row % vec == 0 {
-        Strategy::VectorizedShortRows
-    } else {
-        Strategy::PyTorch
-    }
-}
-
-/// `setReduceConfig` with `strategy`'s changes; [`Strategy::PyTorch`] is the
-/// port itself.
-pub fn configure(
-    iter: &TensorIterator,
-    signature: &Signature,
-    props: &DeviceProps,
-    strategy: Strategy,
-) -> (ReduceConfig, Decisions) {
     let num_outputs = iter.num_output_elements() as u64;
     let inputs_per_output = iter.numel() as u64 / num_outputs;
     let scalar_size = signature.input.size_in_bytes() as i64;
@@ -414,12 +358,8 @@ pub fn configure(
 
     // Loads only: a lane's vector holds inputs of one output ("along
     // input") or one input of consecutive outputs ("along output").
-    let short_rows_vectorized = strategy == Strategy::VectorizedShortRows;
     if fastest_moving_stride == scalar_size {
-        if reduction_on_fastest_striding_dimension
-            && (dim0 >= 128 || short_rows_vectorized)
-            && nrd == 1
-        {
+        if reduction_on_fastest_striding_dimension && dim0 >= 128 && nrd == 1 {
             config.vectorize_input = true;
             dim0 /= u64::from(config.input_vec_size);
         } else if !reduction_on_fastest_striding_dimension {
@@ -483,7 +423,6 @@ pub fn configure(
         grid_x,
         target_grid_size,
         ctas_candidates,
-        short_rows_vectorized,
     };
     (config, decisions)
 }

@@ -1,7 +1,7 @@
 //! `Display` for [`ReducePlan`]: an `EXPLAIN` of the launches, with the
 //! numbers behind each of `setReduceConfig`'s choices.
 
-use super::{config, Decisions, LaunchPlan, ReduceConfig, ReducePlan};
+use super::{config, Decisions, LaunchPlan, ReduceConfig, ReducePlan, ShortRows, Strategy};
 use crate::iter::TensorIterator;
 use std::fmt::{self, Display, Formatter, Write as _};
 
@@ -126,6 +126,9 @@ fn write_launch(
             launch.strategy, pt.vectorize_input, pt.output_vec_size
         )?;
     }
+    if let Strategy::ShortRows(rows) = launch.strategy {
+        return write_short_rows(f, plan, launch, rows);
+    }
     if plan.launches.len() > 1 {
         writeln!(
             f,
@@ -206,6 +209,65 @@ fn write_launch(
     Ok(())
 }
 
+/// A [`Strategy::ShortRows`] launch: who reads what, and why not PyTorch's
+/// plan.
+fn write_short_rows(
+    f: &mut Formatter<'_>,
+    plan: &ReducePlan,
+    launch: &LaunchPlan,
+    rows: ShortRows,
+) -> fmt::Result {
+    let c = &launch.config;
+    let scalar = plan.signature.input;
+    let load_bytes = rows.row_vec_size as usize * scalar.size_in_bytes();
+    let rows_per_warp = c.block_width / rows.lanes_per_row;
+    writeln!(
+        f,
+        "  lanes (block.x = {}): {} per row, each loading {} input(s) ({load_bytes} B) of it once; {rows_per_warp} neighbouring row(s) per warp",
+        c.block_width, rows.lanes_per_row, rows.row_vec_size
+    )?;
+    writeln!(
+        f,
+        "  warps (block.y = {}): take separate rows, {} rows per CTA pass; each thread takes {} rows a pass apart, all loads issued before any is reduced",
+        c.block_height, c.step_output, c.rows_per_thread
+    )?;
+    writeln!(
+        f,
+        "  CTAs: 1 per output (no global reduce); grid.x = {} CTAs; lanes of a row combine by shuffles, no shared memory",
+        launch.grid[0]
+    )?;
+    writeln!(f, "  why:")?;
+    writeln!(
+        f,
+        "    - the only reduced dim is contiguous with {} inputs: {} lanes x {}-input loads, the widest load (of at most 16 B and the op's {} inputs) that divides the row and that every row start is aligned to",
+        rows.row_len, rows.lanes_per_row, rows.row_vec_size, c.input_vec_size
+    )?;
+    if let Some(pt) = &launch.pytorch_config {
+        let per_load = if pt.vectorize_input {
+            pt.input_vec_size
+        } else {
+            1
+        };
+        let loads = config::div_up(
+            u64::from(rows.row_len),
+            u64::from(pt.block_width) * u64::from(per_load),
+        );
+        writeln!(
+            f,
+            "    - PyTorch's plan gives each row {} lanes loading {per_load} input(s) at a time, {loads} load(s) per lane and then done",
+            pt.block_width
+        )?;
+    }
+    writeln!(
+        f,
+        "    - {} rows per thread: the most (≤ {}) that still leaves a full wave of {} blocks on {} SMs",
+        c.rows_per_thread,
+        super::SHORT_ROWS_MAX_ROWS_PER_THREAD,
+        u64::from(plan.props.sm_count) * u64::from(plan.props.max_threads_per_sm / c.num_threads),
+        plan.props.sm_count
+    )
+}
+
 /// The reasons, in the order `setReduceConfig` decides.
 pub(super) fn why_lines(plan: &ReducePlan, launch: &LaunchPlan) -> Vec<String> {
     let c = &launch.config;
@@ -283,14 +345,6 @@ fn vectorization_reason(
         return format!(
             "fastest-moving stride {} B ≠ sizeof({scalar}) = {scalar_size} B → no vectorized loads",
             d.fastest_moving_stride
-        );
-    }
-    if c.vectorize_input && d.short_rows_vectorized {
-        return format!(
-            "strategy VectorizedShortRows (ours): the reduced dim is contiguous with {} inputs, a whole number of {}-input vectors on aligned row starts → lanes load {} B vectors although PyTorch loads rows under 128 inputs one element at a time",
-            d.dim0,
-            c.input_vec_size,
-            i64::from(c.input_vec_size) * scalar_size
         );
     }
     if c.vectorize_input {

@@ -17,12 +17,17 @@
 mod config;
 mod explain;
 pub mod simulate;
+mod strategy;
 #[cfg(test)]
 mod tests;
 
 pub use config::{
-    choose_strategy, configure, div_up, get_output_vec_size, last_pow2, set_reduce_config,
-    Decisions, Strategy, BLOCK_X, BLOCK_Y, CTA, MAX_VALUES_PER_THREAD, MIN_VALUES_PER_THREAD,
+    div_up, get_output_vec_size, last_pow2, set_reduce_config, Decisions, BLOCK_X, BLOCK_Y, CTA,
+    MAX_VALUES_PER_THREAD, MIN_VALUES_PER_THREAD,
+};
+pub use strategy::{
+    choose_strategy, configure, ShortRows, Strategy, SHORT_ROWS_MAX_ROWS_PER_THREAD,
+    SHORT_ROWS_THREADS,
 };
 
 use crate::iter::TensorIterator;
@@ -99,6 +104,14 @@ pub struct ReduceConfig {
     pub warp_size: u32,
     /// `mnt_wrapper<scalar_t>::MAX_NUM_THREADS` (512; 256 for complex double).
     pub max_num_threads: u32,
+    /// Lanes that share one row under [`Strategy::ShortRows`]; 0 for
+    /// PyTorch's index maps above.
+    pub lanes_per_row: u32,
+    /// Inputs each lane loads at once under [`Strategy::ShortRows`] (0 otherwise).
+    pub row_vec_size: u32,
+    /// Rows each thread reduces under [`Strategy::ShortRows`]; 1 otherwise,
+    /// where a CTA column's outputs are one `step_output`.
+    pub rows_per_thread: u32,
 }
 
 /// One `reduce_kernel<nt, output_vec_size>` launch.
@@ -296,10 +309,10 @@ fn check_element_size(iter: &TensorIterator, arg: usize, what: &str, dtype: DTyp
 /// One launch: `setReduceConfig` on a 32-bit sub-iterator and the sizes
 /// `gpu_reduce_kernel` / `launch_reduce_kernel` derive from it.
 fn plan_launch(iter: TensorIterator, signature: &Signature, props: &DeviceProps) -> LaunchPlan {
-    let strategy = choose_strategy(&iter, signature);
-    let (config, decisions) = configure(&iter, signature, props, strategy);
-    let pytorch_config =
-        (strategy != Strategy::PyTorch).then(|| set_reduce_config(&iter, signature, props).0);
+    let strategy = choose_strategy(&iter, signature, props);
+    let (pytorch, decisions) = set_reduce_config(&iter, signature, props);
+    let config = configure(&iter, signature, props, strategy, &pytorch);
+    let pytorch_config = (strategy != Strategy::PyTorch).then_some(pytorch);
     let base_idx = iter.view_offsets().first().copied().unwrap_or(0) as u64;
     LaunchPlan {
         config,

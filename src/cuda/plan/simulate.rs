@@ -15,6 +15,8 @@
 //! - where values go: a value joins the output of the group's storing thread
 //!   (lane 0 under block_x_reduce, warp 0 under block_y_reduce), element `j`
 //!   of an output vector to output `output_idx + j`;
+//! - the ShortRows strategy's map (`short_rows`): row groups of lanes,
+//!   rows a CTA pass apart, one aligned vector per lane and row;
 //! - the global reduce's staging buffer: every storing thread of every CTA
 //!   writes `staging_memory_offset(blockIdx.y)`, and the last CTA of each
 //!   column reads the slots its threads stride over; each slot must be
@@ -77,6 +79,9 @@ pub fn simulate_launch(
             "vectorize_input needs output_vec_size 1 and one contiguous reduced dim".into(),
         );
     }
+    if c.lanes_per_row != 0 {
+        return short_rows_reads(launch, scalar_size, &mut visit);
+    }
     let [gx, gy, _] = launch.grid;
     let [bw, bh, _] = launch.block;
     for by in 0..gy {
@@ -129,6 +134,72 @@ pub fn simulate_launch(
     }
     if c.should_global_reduce() {
         check_staging(launch)?;
+    }
+    Ok(())
+}
+
+/// `short_rows`' reads: lane `tx % lanes_per_row` of row group
+/// `tx / lanes_per_row` loads `row_vec_size` inputs of each of its
+/// `rows_per_thread` rows, `step_output` rows apart; lane 0 of the group
+/// stores the row. Every load must be aligned to its width.
+fn short_rows_reads(
+    launch: &LaunchPlan,
+    scalar_size: u64,
+    visit: &mut impl FnMut(Visit),
+) -> Result<(), String> {
+    let c = &launch.config;
+    let it = &launch.iter;
+    let nrd = it.num_reduce_dims();
+    if c.output_vec_size != 1
+        || nrd != 1
+        || it.strides(TensorIterator::INPUT)[0] as u64 != scalar_size
+    {
+        return Err("short rows need output_vec_size 1 and one contiguous reduced dim".into());
+    }
+    let (lanes, width) = (c.lanes_per_row, u64::from(c.row_vec_size));
+    if lanes * c.row_vec_size != c.num_inputs || lanes > launch.block[0] {
+        return Err(format!(
+            "{lanes} lanes x {width} inputs do not cover a row of {} within a warp of {}",
+            c.num_inputs, launch.block[0]
+        ));
+    }
+    let rows_per_warp = launch.block[0] / lanes;
+    let in_base = it.data_offset(TensorIterator::INPUT);
+    let out_base = it.data_offset(TensorIterator::OUTPUT);
+    let ndim = it.ndim();
+    for bx in 0..launch.grid[0] {
+        for ty in 0..launch.block[1] {
+            for tx in 0..launch.block[0] {
+                let (group, lane) = (tx / lanes, tx % lanes);
+                if group >= rows_per_warp {
+                    continue;
+                }
+                for r in 0..c.rows_per_thread {
+                    let row = (bx * c.step_output * c.rows_per_thread
+                        + ty * rows_per_warp
+                        + group
+                        + r * c.step_output) as u64;
+                    if row >= u64::from(c.num_outputs) {
+                        continue;
+                    }
+                    let load = in_base
+                        + offsets(it, nrd..ndim, row, TensorIterator::INPUT)
+                        + u64::from(lane) * width * scalar_size;
+                    if load % (width * scalar_size) != 0 {
+                        return Err(format!(
+                            "row {row}: a {width}-input load at byte {load} is misaligned"
+                        ));
+                    }
+                    let output = out_base + offsets(it, nrd..ndim, row, TensorIterator::OUTPUT);
+                    for i in 0..width {
+                        visit(Visit {
+                            output,
+                            input: load + i * scalar_size,
+                        });
+                    }
+                }
+            }
+        }
     }
     Ok(())
 }

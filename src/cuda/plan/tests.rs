@@ -206,34 +206,77 @@ fn warps_split_outputs_when_each_thread_has_little_work() {
 }
 
 #[test]
-fn short_aligned_rows_take_vector_loads() {
-    // [1048576, 16] f32 over dim 1: 16 = 4 vectors of 4 -> 4 lanes per row,
-    // 128 rows per block (512 / 4), 8192 blocks; one 16-byte load per lane.
+fn short_rows_share_warps_and_keep_loads_in_flight() {
+    // [1048576, 16] f32 over dim 1: 16-byte loads of 4 -> 4 lanes per row,
+    // 32 / 4 = 8 rows per warp, block (32, 8) -> 64 rows per pass. A full
+    // wave is 132 SMs x 2048/256 = 1056 blocks; 8 rows per thread leave
+    // 2^20 / (64 x 8) = 2048 blocks >= 1056, so 8.
     let p = plan(&[1_048_576, 16], &[16, 1], 0, &[1], DType::F32);
     let l = only(&p);
-    assert_eq!(l.strategy, Strategy::VectorizedShortRows);
-    assert!(l.config.vectorize_input && l.decisions.short_rows_vectorized);
-    assert_eq!((l.block, l.grid), ([4, 128, 1], [8192, 1, 1]));
+    let rows = |row_len, row_vec_size, lanes_per_row| {
+        Strategy::ShortRows(ShortRows {
+            row_len,
+            row_vec_size,
+            lanes_per_row,
+        })
+    };
+    assert_eq!(l.strategy, rows(16, 4, 4));
+    let c = &l.config;
+    assert_eq!((l.block, l.grid), ([32, 8, 1], [2048, 1, 1]));
     assert_eq!(
-        (l.config.input_mult, l.config.output_mult),
-        ([1, 0, 0], [0, 1])
+        (
+            c.lanes_per_row,
+            c.row_vec_size,
+            c.rows_per_thread,
+            c.step_output
+        ),
+        (4, 4, 8, 64)
     );
-    assert!(p.to_string().contains("VectorizedShortRows"), "{p}");
-    // f16 rows of 16: two lanes of 8 halves (16 bytes) each.
-    let h = plan(&[1 << 20, 16], &[16, 1], 0, &[1], DType::F16);
-    assert_eq!(only(&h).block, [2, 256, 1]);
-    // Not a whole number of vectors, misaligned rows, or long rows: PyTorch's plan.
-    for (shape, strides, offset) in [
-        (vec![1000usize, 7], vec![7isize, 1], 0usize),
-        (vec![1000, 8], vec![9, 1], 0),
-        (vec![1000, 8], vec![8, 1], 1),
-        (vec![1000, 256], vec![256, 1], 0),
+    assert_eq!(l.shared_memory_bytes + l.staging_bytes as u32, 0);
+    // PyTorch's own plan stays beside it: (16, 32) lanes x warps, scalar loads.
+    let pt = l
+        .pytorch_config
+        .expect("PyTorch's config is kept for explain");
+    assert_eq!((pt.block(), pt.vectorize_input), ([16, 32, 1], false));
+    assert!(p.to_string().contains("ShortRows"), "{p}");
+    // f16 rows of 16: 16-byte loads of 8 -> 2 lanes, 16 rows per warp, 128
+    // per pass; 8 rows per thread would leave 1024 < 1056 blocks, 4 leave 2048.
+    let h = only(&plan(&[1 << 20, 16], &[16, 1], 0, &[1], DType::F16)).clone();
+    assert_eq!(h.strategy, rows(16, 8, 2));
+    assert_eq!((h.config.rows_per_thread, h.grid), (4, [2048, 1, 1]));
+    // Rows that are no whole number of vectors, or whose starts are not
+    // aligned to one, take narrower loads: 7 lanes of 1; rows 36 bytes
+    // apart or one element off a vector boundary, 8 lanes of 1. 1000 rows
+    // fill no wave: one row per thread, 1000 / (4 x 8) -> 32 blocks.
+    for (shape, strides, offset, expected) in [
+        (vec![1000usize, 7], vec![7isize, 1], 0usize, rows(7, 1, 7)),
+        (vec![1000, 8], vec![9, 1], 0, rows(8, 1, 8)),
+        (vec![1000, 8], vec![8, 1], 1, rows(8, 1, 8)),
+        (vec![1000, 8], vec![8, 1], 2, rows(8, 2, 4)),
     ] {
-        let p = plan(&shape, &strides, offset, &[1], DType::F32);
+        let l = only(&plan(&shape, &strides, offset, &[1], DType::F32)).clone();
+        assert_eq!(l.strategy, expected, "{shape:?} {strides:?} +{offset}");
+        assert_eq!(l.config.rows_per_thread, 1);
+    }
+    assert_eq!(
+        only(&plan(&[1000, 7], &[7, 1], 0, &[1], DType::F32)).grid,
+        [32, 1, 1]
+    );
+    // f64 rows of 40: 16-byte loads of 2 -> 20 lanes, one row per warp.
+    let d = only(&plan(&[4096, 40], &[40, 1], 0, &[1], DType::F64)).clone();
+    assert_eq!(d.strategy, rows(40, 2, 20));
+    // Rows of more than a warp of loads, strided rows and column sums:
+    // PyTorch's plan.
+    for (shape, strides, reduce) in [
+        (vec![1000usize, 256], vec![256isize, 1], 1usize),
+        (vec![1000, 8], vec![16, 2], 1),
+        (vec![1000, 8], vec![1, 1000], 1),
+    ] {
+        let p = plan(&shape, &strides, 0, &[reduce], DType::F32);
         assert_eq!(
             only(&p).strategy,
             Strategy::PyTorch,
-            "{shape:?} {strides:?} +{offset}"
+            "{shape:?} {strides:?}"
         );
         assert!(only(&p).pytorch_config.is_none());
     }

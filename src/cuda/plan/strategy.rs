@@ -1,0 +1,151 @@
+//! Our planner branches beside the port: where PyTorch's `setReduceConfig`
+//! leaves bandwidth on the table, a [`Strategy`] other than
+//! [`Strategy::PyTorch`] replaces its [`ReduceConfig`] for the same
+//! `reduce_kernel`. Every branch runs any op's functor (the kernel only ever
+//! calls `reduce`, `combine`, `warp_shfl_down` and `project`) and combines in
+//! an order fixed by the plan, so results stay bitwise reproducible.
+
+use super::config::div_up;
+use super::{DeviceProps, ReduceConfig};
+use crate::iter::TensorIterator;
+use crate::reduce::Signature;
+
+/// Threads per block under [`Strategy::ShortRows`] (at most the op's
+/// `max_num_threads`): a warp per block row, several rows per warp.
+pub const SHORT_ROWS_THREADS: u32 = 256;
+
+/// The most rows one thread takes under [`Strategy::ShortRows`], that is
+/// the most loads it keeps in flight. The kernel sizes its register arrays
+/// by it (`kMaxRowsPerThread`); the generated source checks the two agree.
+pub const SHORT_ROWS_MAX_ROWS_PER_THREAD: u32 = 8;
+
+/// How a launch is configured: PyTorch's heuristic as it is, or one of our
+/// branches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    /// `setReduceConfig`, ported as it is.
+    PyTorch,
+    /// Short contiguous rows, as CUB's and OneFlow's short-segment kernels
+    /// read them. PyTorch gives a row of `L < 128` inputs `min(pow2(L), 32)`
+    /// lanes issuing one scalar load each, and a block's threads then have
+    /// nothing left to load: a row of 16 f32 keeps 64 bytes in flight per
+    /// 16 threads. Here a few lanes share a row with one vector load each, a
+    /// warp covers several neighbouring rows per load (one contiguous span
+    /// when the rows are packed), and each thread takes several rows with
+    /// every load issued before any is reduced.
+    ShortRows(ShortRows),
+}
+
+/// The row layout [`Strategy::ShortRows`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ShortRows {
+    /// Inputs in a row (the reduced dim's size).
+    pub row_len: u32,
+    /// Inputs per load: the widest power of two that fits 16 bytes and the
+    /// op's `input_vec_size`, divides the row, and every row start is
+    /// aligned to.
+    pub row_vec_size: u32,
+    /// `row_len / row_vec_size` lanes per row, at most a warp.
+    pub lanes_per_row: u32,
+}
+
+/// The strategy this crate runs for `iter`: [`Strategy::ShortRows`] where a
+/// row fits one load per lane of a warp, else PyTorch's.
+pub fn choose_strategy(
+    iter: &TensorIterator,
+    signature: &Signature,
+    props: &DeviceProps,
+) -> Strategy {
+    short_rows(iter, signature, props.warp_size).map_or(Strategy::PyTorch, Strategy::ShortRows)
+}
+
+/// The launch configuration of `strategy`: `pytorch` (the port's own
+/// result) unless a branch replaces it.
+pub fn configure(
+    iter: &TensorIterator,
+    signature: &Signature,
+    props: &DeviceProps,
+    strategy: Strategy,
+    pytorch: &ReduceConfig,
+) -> ReduceConfig {
+    match strategy {
+        Strategy::PyTorch => *pytorch,
+        Strategy::ShortRows(rows) => short_rows_config(iter, signature, props, rows),
+    }
+}
+
+/// [`ShortRows`] for `iter` when its one reduced dim is contiguous and a
+/// row is at most a warp of loads.
+fn short_rows(iter: &TensorIterator, signature: &Signature, warp_size: u32) -> Option<ShortRows> {
+    let nrd = iter.num_reduce_dims();
+    if nrd != 1 || iter.ndim() <= nrd {
+        return None;
+    }
+    let scalar = signature.input.size_in_bytes() as u64;
+    let strides = iter.strides(TensorIterator::INPUT);
+    if strides[0] != scalar as i64 {
+        return None;
+    }
+    let row_len = iter.shape()[0] as u64;
+    // Every row starts at the base plus multiples of the kept dims' strides
+    // (those that move), from a storage base that is 256-byte aligned.
+    let row_starts_aligned = |bytes: u64| {
+        iter.data_offset(TensorIterator::INPUT) % bytes == 0
+            && iter.shape()[nrd..]
+                .iter()
+                .zip(&strides[nrd..])
+                .all(|(&n, &st)| n == 1 || st.unsigned_abs() % bytes == 0)
+    };
+    let mut row_vec_size = u64::from(signature.input_vec_size).min(16 / scalar);
+    while row_vec_size > 1
+        && !(row_len % row_vec_size == 0 && row_starts_aligned(row_vec_size * scalar))
+    {
+        row_vec_size /= 2;
+    }
+    let lanes_per_row = row_len / row_vec_size;
+    (lanes_per_row <= u64::from(warp_size)).then_some(ShortRows {
+        row_len: row_len as u32,
+        row_vec_size: row_vec_size as u32,
+        lanes_per_row: lanes_per_row as u32,
+    })
+}
+
+/// A warp per block row, `warp / lanes_per_row` rows per warp; each thread
+/// takes as many rows (up to [`SHORT_ROWS_MAX_ROWS_PER_THREAD`]) as leave a
+/// full wave of blocks on the device, so that small inputs still spread
+/// over every SM.
+fn short_rows_config(
+    iter: &TensorIterator,
+    signature: &Signature,
+    props: &DeviceProps,
+    rows: ShortRows,
+) -> ReduceConfig {
+    let num_outputs = iter.num_output_elements() as u32;
+    let mut config = ReduceConfig::new(
+        signature.acc.size_in_bytes() as u32,
+        num_outputs,
+        rows.row_len,
+        signature,
+        props.warp_size,
+    );
+    config.block_width = props.warp_size;
+    config.block_height =
+        (SHORT_ROWS_THREADS.min(signature.max_num_threads) / props.warp_size).max(1);
+    config.num_threads = config.block_width * config.block_height;
+    config.lanes_per_row = rows.lanes_per_row;
+    config.row_vec_size = rows.row_vec_size;
+    config.step_output = config.block_height * (props.warp_size / rows.lanes_per_row);
+    let full_wave = u64::from(props.sm_count)
+        * u64::from((props.max_threads_per_sm / config.num_threads).max(1));
+    let mut rows_per_thread = SHORT_ROWS_MAX_ROWS_PER_THREAD;
+    while rows_per_thread > 1
+        && div_up(
+            u64::from(num_outputs),
+            u64::from(config.step_output) * u64::from(rows_per_thread),
+        ) < full_wave
+    {
+        rows_per_thread /= 2;
+    }
+    config.rows_per_thread = rows_per_thread;
+    config
+}
