@@ -18,7 +18,9 @@ came from and compares:
 - indices and integer or bool values exactly;
 - floating values with NaNs and infinities in the same places and finite
   values within a tolerance scaled by the dtype's epsilon and the magnitude
-  of what was reduced.
+  of what was reduced, or at least as close as torch's to the same op in
+  float64 (torch's own order of accumulation is not the truth either: its
+  CPU adds a general norm's terms one by one in float32, ours pairwise).
 
 Two differences are decided rather than compared. A float cast to an integer
 dtype out of the integer's range is undefined behaviour in torch (its CPU
@@ -220,6 +222,17 @@ def gen(args):
 
 # ---- check (torch) ----
 
+
+def closer_to_reference(got, want, ref, output, i):
+    """Whether `got` is at least as close as torch's `want` to the float64
+    reference value `ref[output][i]` (a finite one; a missing reference
+    decides nothing)."""
+    if output >= len(ref) or i >= len(ref[output]):
+        return False
+    r = ref[output][i]
+    return math.isfinite(r) and abs(got - r) <= abs(want - r)
+
+
 def check(args):
     import torch
 
@@ -311,7 +324,21 @@ def check(args):
             return None  # relative only
         return e * 16 * m * math.sqrt(n) + e * 8 * m
 
-    mismatches, messages, compared = [], [], 0
+    def reference(x, c):
+        """The same op on the input in float64 (after the `dtype=` cast,
+        which torch applies to each element first), as flat lists per
+        output, or None where it cannot be had."""
+        a = c["args"]
+        try:
+            if a.get("dtype"):
+                x = x.to(tdt[a["dtype"]])
+            plain = dict(c, args={k: v for k, v in a.items() if k != "dtype"})
+            return [r.detach().to("cpu", torch.float64).flatten().tolist()
+                    for r in torch_op(x.to(torch.float64), plain)]
+        except Exception:
+            return None
+
+    mismatches, messages, compared, closer = [], [], 0, 0
     for r in ours:
         c = cases[r["id"]]
         dev = "cuda" if r["device"] == "cuda" else "cpu"
@@ -345,6 +372,7 @@ def check(args):
         if len(outs) != len(expected):
             mismatches.append(f"{label}: {len(outs)} outputs, torch {len(expected)}")
             continue
+        ref = None
         for k, (o, t) in enumerate(zip(outs, expected)):
             tname = name_of[t.dtype]
             # torch's CUDA aminmax over every dim with keepdim=True returns
@@ -374,11 +402,17 @@ def check(args):
                     else:
                         ok = abs(g - w) <= (atol if atol is not None else 0) + 8 * eps.get(tname, 1e-7) * abs(w) + \
                             (16 * eps.get(tname, 1e-7) * abs(w) if atol is None else 0)
+                        if not ok:
+                            if ref is None:
+                                ref = reference(x, c) or []
+                            ok = closer_to_reference(g, w, ref, k, i)
+                            closer += ok
                     if not ok:
                         bad.append((i, g, w))
             if bad:
                 mismatches.append(f"{label} output {k} ({tname}): {len(bad)} of {n} differ, e.g. {bad[:3]}")
-    print(f"differential: {compared} results compared with torch {torch.__version__}, {len(mismatches)} differ")
+    print(f"differential: {compared} results compared with torch {torch.__version__}, {len(mismatches)} differ"
+          f" ({closer} values outside the tolerance accepted as at least as close as torch's to float64)")
     for m in mismatches:
         print("DIFF", m)
     if args.messages:
