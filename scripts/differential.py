@@ -18,7 +18,17 @@ came from and compares:
 - indices and integer or bool values exactly;
 - floating values with NaNs and infinities in the same places and finite
   values within a tolerance scaled by the dtype's epsilon and the magnitude
-  of what was reduced.
+  of what was reduced, or at least as close as torch's to the same op in
+  float64 (torch's own order of accumulation is not the truth either: its
+  CPU adds a general norm's terms one by one in float32, ours pairwise).
+
+Two differences are decided rather than compared. A float cast to an integer
+dtype out of the integer's range is undefined behaviour in torch (its CPU
+gives INT64_MIN, its CUDA saturates, as ours does on both), so `gen` asks for
+an integer `dtype=` only of values that fit. And torch's CUDA aminmax over
+every dim with keepdim=True returns shape [] (with a deprecation warning about
+resizing its output) where its CPU and its documentation keep every dim as 1,
+as ours does on both devices; `check` accepts that one quirk.
 
 Exits 1 when any case differs, printing each difference.
 """
@@ -85,6 +95,19 @@ def values(rng, dtype, n):
                 v = rng.gauss(0, 1) * 2 + (0.5 if rng.random() < 0.3 else 0)
             out.append(round_to(dtype, v))
     return out
+
+
+INT_RANGE = {"i64": (-2**63, 2**63), "i32": (-2**31, 2**31)}
+
+
+def casts_in_range(data, dtype):
+    """Whether every value of `data` converts to the integer `dtype` by
+    truncation without leaving its range (NaN and infinities never do):
+    the only float-to-integer casts whose result torch defines."""
+    if dtype not in INT_RANGE:
+        return True
+    lo, hi = INT_RANGE[dtype]
+    return all(math.isfinite(v) and lo < v < hi for v in data)
 
 
 def random_dims(rng, rank, single=False):
@@ -180,6 +203,10 @@ def gen(args):
             a["p"] = rng.choice([0, 1, 2, 2, math.inf, -math.inf, 3, 0.5, -1])
         if op in ("sum", "prod", "mean") and rng.random() < 0.15:
             a["dtype"] = rng.choice(["f64", "f32", "i64", "f16"])
+            # An out-of-range float-to-integer cast is undefined in torch
+            # (mean refuses an integer dtype before any cast, so it stays).
+            if op != "mean" and dtype in FLOATS and not casts_in_range(data, a["dtype"]):
+                del a["dtype"]
         cases.append({"id": i, "dtype": dtype, "base_shape": shape, "data_offset": offset,
                       "view": views, "op": op, "args": a})
     # JSON has no infinities: the one float argument that takes them, p,
@@ -194,6 +221,17 @@ def gen(args):
 
 
 # ---- check (torch) ----
+
+
+def closer_to_reference(got, want, ref, output, i):
+    """Whether `got` is at least as close as torch's `want` to the float64
+    reference value `ref[output][i]` (a finite one; a missing reference
+    decides nothing)."""
+    if output >= len(ref) or i >= len(ref[output]):
+        return False
+    r = ref[output][i]
+    return math.isfinite(r) and abs(got - r) <= abs(want - r)
+
 
 def check(args):
     import torch
@@ -286,7 +324,21 @@ def check(args):
             return None  # relative only
         return e * 16 * m * math.sqrt(n) + e * 8 * m
 
-    mismatches, messages, compared = [], [], 0
+    def reference(x, c):
+        """The same op on the input in float64 (after the `dtype=` cast,
+        which torch applies to each element first), as flat lists per
+        output, or None where it cannot be had."""
+        a = c["args"]
+        try:
+            if a.get("dtype"):
+                x = x.to(tdt[a["dtype"]])
+            plain = dict(c, args={k: v for k, v in a.items() if k != "dtype"})
+            return [r.detach().to("cpu", torch.float64).flatten().tolist()
+                    for r in torch_op(x.to(torch.float64), plain)]
+        except Exception:
+            return None
+
+    mismatches, messages, compared, closer = [], [], 0, 0
     for r in ours:
         c = cases[r["id"]]
         dev = "cuda" if r["device"] == "cuda" else "cpu"
@@ -320,9 +372,17 @@ def check(args):
         if len(outs) != len(expected):
             mismatches.append(f"{label}: {len(outs)} outputs, torch {len(expected)}")
             continue
+        ref = None
         for k, (o, t) in enumerate(zip(outs, expected)):
             tname = name_of[t.dtype]
-            if o["dtype"] != tname or list(o["shape"]) != list(t.shape):
+            # torch's CUDA aminmax over every dim with keepdim=True returns
+            # shape [] (and warns that resizing a non-empty output is
+            # deprecated); its CPU and its docs keep each dim as 1, as ours.
+            cuda_aminmax_quirk = (
+                dev == "cuda" and c["op"] == "aminmax" and c["args"].get("keepdim")
+                and not c["args"].get("dims") and list(t.shape) == []
+                and list(o["shape"]) == [1] * x.dim())
+            if o["dtype"] != tname or (list(o["shape"]) != list(t.shape) and not cuda_aminmax_quirk):
                 mismatches.append(f"{label} output {k}: ours {o['dtype']} {o['shape']}, torch {tname} {list(t.shape)}")
                 continue
             n = t.numel()
@@ -342,11 +402,17 @@ def check(args):
                     else:
                         ok = abs(g - w) <= (atol if atol is not None else 0) + 8 * eps.get(tname, 1e-7) * abs(w) + \
                             (16 * eps.get(tname, 1e-7) * abs(w) if atol is None else 0)
+                        if not ok:
+                            if ref is None:
+                                ref = reference(x, c) or []
+                            ok = closer_to_reference(g, w, ref, k, i)
+                            closer += ok
                     if not ok:
                         bad.append((i, g, w))
             if bad:
                 mismatches.append(f"{label} output {k} ({tname}): {len(bad)} of {n} differ, e.g. {bad[:3]}")
-    print(f"differential: {compared} results compared with torch {torch.__version__}, {len(mismatches)} differ")
+    print(f"differential: {compared} results compared with torch {torch.__version__}, {len(mismatches)} differ"
+          f" ({closer} values outside the tolerance accepted as at least as close as torch's to float64)")
     for m in mismatches:
         print("DIFF", m)
     if args.messages:

@@ -13,12 +13,15 @@ use crate::{DType, Device};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// A dim index outside `-rank..rank`.
-    #[error("dim {dim} is out of range for a tensor of rank {rank} (expected a dim in {lo}..={hi})", lo = -(*rank.max(&1) as isize), hi = (*rank.max(&1) as isize) - 1)]
+    /// A dim index outside `-rank..rank` (a rank-0 tensor takes -1 and 0,
+    /// as torch); worded as torch's message.
+    #[error("Dimension out of range (expected to be in range of [{lo}, {hi}], but got {dim})", lo = -(*rank.max(&1) as isize), hi = (*rank.max(&1) as isize) - 1)]
     DimOutOfRange { dim: isize, rank: usize },
 
-    /// The same dim named twice in one reduction or permutation.
-    #[error("dim {dim} appears more than once in {dims:?}")]
+    /// The same dim named twice in one reduction or permutation: `dim` is
+    /// the wrapped (non-negative) dim, `dims` the list as given; worded as
+    /// torch's message.
+    #[error("dim {dim} appears multiple times in the list of dims")]
     RepeatedDim { dim: usize, dims: Vec<isize> },
 
     /// A buffer whose length does not match the shape it is given.

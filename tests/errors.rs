@@ -13,26 +13,45 @@ fn dim_out_of_range_names_dim_and_rank() {
         matches!(e, Error::DimOutOfRange { dim: 3, rank: 3 }),
         "{e:?}"
     );
-    let msg = e.to_string();
-    assert!(
-        msg.contains("dim 3") && msg.contains("rank 3") && msg.contains("-3..=2"),
-        "{msg}"
+    // torch's wording, word for word.
+    assert_eq!(
+        e.to_string(),
+        "Dimension out of range (expected to be in range of [-3, 2], but got 3)"
     );
-    assert!(matches!(
-        x234().sum(&[-4], false),
-        Err(Error::DimOutOfRange { dim: -4, rank: 3 })
-    ));
-    assert!(matches!(
-        Tensor::scalar(1.0f32).sum(&[1], false),
-        Err(Error::DimOutOfRange { dim: 1, rank: 0 })
-    ));
+    let e = x234().sum(&[-4], false).unwrap_err();
+    assert!(
+        matches!(e, Error::DimOutOfRange { dim: -4, rank: 3 }),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "Dimension out of range (expected to be in range of [-3, 2], but got -4)"
+    );
+    // A rank-0 tensor takes -1 and 0.
+    let e = Tensor::scalar(1.0f32).sum(&[1], false).unwrap_err();
+    assert!(
+        matches!(e, Error::DimOutOfRange { dim: 1, rank: 0 }),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "Dimension out of range (expected to be in range of [-1, 0], but got 1)"
+    );
 }
 
 #[test]
 fn repeated_dim_is_an_error_even_when_spelled_differently() {
     let e = x234().sum(&[1, -2], false).unwrap_err();
     assert!(matches!(&e, Error::RepeatedDim { dim: 1, .. }), "{e:?}");
-    assert!(e.to_string().contains("[1, -2]"));
+    // torch names the wrapped dim.
+    assert_eq!(
+        e.to_string(),
+        "dim 1 appears multiple times in the list of dims"
+    );
+    assert_eq!(
+        x234().amax(&[-1, 2], false).unwrap_err().to_string(),
+        "dim 2 appears multiple times in the list of dims"
+    );
     assert!(matches!(
         x234().permute(&[0, 0, 1]),
         Err(Error::RepeatedDim { dim: 0, .. })
@@ -188,4 +207,32 @@ fn a_missing_gpu_is_an_error_not_a_panic() {
     assert!(matches!(e, Error::CudaUnavailable(_)), "{e:?}");
     let e = x234().to_device(Device::Cuda(1000)).unwrap_err();
     assert!(matches!(e, Error::CudaUnavailable(_)), "{e:?}");
+}
+
+#[test]
+fn an_empty_reduced_dim_is_named_as_the_caller_wrote_it() {
+    let e = Tensor::zeros(&[2, 0], DType::F32, Device::Cpu).unwrap();
+    // torch's messages name the dim as passed, not wrapped.
+    assert_eq!(
+        e.amin(&[-1], false).unwrap_err().to_string(),
+        "amin(): Expected reduction dim -1 to have non-zero size."
+    );
+    assert_eq!(
+        e.amax(&[1], false).unwrap_err().to_string(),
+        "amax(): Expected reduction dim 1 to have non-zero size."
+    );
+    assert_eq!(
+        e.argmax(Some(-1), true).unwrap_err().to_string(),
+        "argmax(): Expected reduction dim -1 to have non-zero size."
+    );
+    // The first empty dim in the order given, as torch checks them.
+    let e = Tensor::zeros(&[0, 3, 0], DType::F32, Device::Cpu).unwrap();
+    assert_eq!(
+        e.amax(&[2, 0], false).unwrap_err().to_string(),
+        "amax(): Expected reduction dim 2 to have non-zero size."
+    );
+    assert_eq!(
+        e.amax(&[1, -3], false).unwrap_err().to_string(),
+        "amax(): Expected reduction dim -3 to have non-zero size."
+    );
 }

@@ -457,3 +457,62 @@ backend_tests! {
     empty_and_bad_input_are_typed_errors => empty_and_bad_input;
     zero_dim_reductions => zero_dim;
 }
+
+/// Sample variance in f64, two passes, as the reference for huge values.
+fn var_f64(v: &[f64]) -> f64 {
+    let mean = v.iter().sum::<f64>() / v.len() as f64;
+    v.iter().map(|&x| (x - mean).powi(2)).sum::<f64>() / (v.len() - 1) as f64
+}
+
+/// Values near 1e30 have a finite std in f32 but squared deviations far
+/// beyond f32's range: torch's CPU keeps Welford's state in f64 for every
+/// floating dtype, so it gives the std (torch's GPU, with an f32 state,
+/// gives inf, which is why this is a CPU test).
+#[test]
+fn cpu_var_of_huge_f32_values_is_finite() {
+    let v: [f32; 8] = [1e30, -1e30, 3e29, -7e29, 5e29, 2.5e29, -4e29, 9e29];
+    let v64: Vec<f64> = v.iter().map(|&x| x as f64).collect();
+    let want_std = var_f64(&v64).sqrt();
+    let want_mean = v64.iter().sum::<f64>() / v64.len() as f64;
+    let x = t32(&v, &[8], Device::Cpu);
+    let close = |got: f32, want: f64, what: &str| {
+        let rel = (got as f64 - want).abs() / want.abs();
+        assert!(rel < 1e-6, "{what}: {got} vs f64 reference {want}");
+    };
+    close(f32s(&x.std(&[], 1.0, false).unwrap())[0], want_std, "std");
+    let (s, m) = x.std_mean(&[0], 1.0, false).unwrap();
+    close(f32s(&s)[0], want_std, "std_mean's std");
+    close(f32s(&m)[0], want_mean, "std_mean's mean");
+    // bf16 holds these values too (its range is f32's).
+    let b = x.to_dtype(DType::BF16).unwrap();
+    let b64: Vec<f64> = b
+        .to_vec::<tensor_reduce::bf16>()
+        .unwrap()
+        .iter()
+        .map(|v| v.to_f64())
+        .collect();
+    let got = b
+        .std(&[], 1.0, false)
+        .unwrap()
+        .to_vec::<tensor_reduce::bf16>()
+        .unwrap()[0];
+    let want = var_f64(&b64).sqrt();
+    assert!(
+        (got.to_f64() - want).abs() <= 8e-3 * want,
+        "bf16 std {got} vs f64 reference {want}"
+    );
+    // A variance that fits in f32 although its sum of squared deviations
+    // (about 2e41) does not: 1000 values of ±1.5e19.
+    let w: Vec<f32> = (0..1000)
+        .map(|i| if i % 2 == 0 { 1.5e19 } else { -1.5e19 })
+        .collect();
+    let w64: Vec<f64> = w.iter().map(|&x| x as f64).collect();
+    let x = t32(&w, &[10, 100], Device::Cpu);
+    close(
+        f32s(&x.var(&[], 1.0, false).unwrap())[0],
+        var_f64(&w64),
+        "var",
+    );
+    let (v, _) = x.var_mean(&[0, 1], 1.0, true).unwrap();
+    close(f32s(&v)[0], var_f64(&w64), "var_mean's var");
+}

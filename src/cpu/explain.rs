@@ -141,7 +141,7 @@ impl fmt::Display for CpuPlan {
             self.num_outputs,
             self.inputs_per_output,
             self.signature.op.functor(),
-            self.signature.compute,
+            super::compute_type(&self.signature),
             self.threads
         )?;
         writeln!(

@@ -1,10 +1,10 @@
 //! The CPU backend: multithreaded (rayon), deterministic reductions over a
 //! [`TensorIterator`], with functors that mirror the GPU's.
 //!
-//! [`reduce`] picks the element type, the compute type and the functor of a
-//! [`Signature`] and runs the generic trees of [`tree`]; `project` then
-//! writes each accumulator to the result's dtype (and to the second output's,
-//! for the ops that have one).
+//! [`reduce`] picks the element type, the compute type ([`compute_type`])
+//! and the functor of a [`Signature`] and runs the generic trees of
+//! [`tree`]; `project` then writes each accumulator to the result's dtype
+//! (and to the second output's, for the ops that have one).
 
 mod element;
 mod explain;
@@ -61,12 +61,18 @@ pub(crate) fn reduce(
         | ReduceOp::AMinMax => with_dtype!(input.dtype(), T => {
             index_op::<T, <T as Widened>::Acc>(storage.as_slice::<T>(), &iter, sig)?
         }),
-        ReduceOp::Var
-        | ReduceOp::Std
-        | ReduceOp::VarMean
-        | ReduceOp::StdMean
-        | ReduceOp::Norm(_)
-        | ReduceOp::LogSumExp => {
+        ReduceOp::Var | ReduceOp::Std | ReduceOp::VarMean | ReduceOp::StdMean => {
+            // Only floating inputs reach var and std (`output_dtype` refuses
+            // the others).
+            match input.dtype() {
+                DType::F16 => welford_op::<crate::f16>(storage.as_slice(), &iter, sig, params)?,
+                DType::BF16 => welford_op::<crate::bf16>(storage.as_slice(), &iter, sig, params)?,
+                DType::F32 => welford_op::<f32>(storage.as_slice(), &iter, sig, params)?,
+                DType::F64 => welford_op::<f64>(storage.as_slice(), &iter, sig, params)?,
+                _ => return Err(not_dispatched(sig.op)),
+            }
+        }
+        ReduceOp::Norm(_) | ReduceOp::LogSumExp => {
             // Each element type has one float compute type (its signature's),
             // so only those pairs are instantiated.
             match input.dtype() {
@@ -135,8 +141,31 @@ fn index_op<T: CpuElement, W: Compute>(
     }
 }
 
-/// The ops that compute only in floats (var, the norms, logsumexp), on
-/// floating elements `T` computed in `F`.
+/// The type the CPU computes `sig` in: the signature's compute type, except
+/// for var and std, whose state is [`welford::Acc`] on the CPU whatever the
+/// signature (which describes the GPU's kernel) says.
+pub(crate) fn compute_type(sig: &Signature) -> DType {
+    match sig.op {
+        ReduceOp::Var | ReduceOp::Std | ReduceOp::VarMean | ReduceOp::StdMean => {
+            <welford::Acc as crate::Element>::DTYPE
+        }
+        _ => sig.compute,
+    }
+}
+
+/// var, std, var_mean and std_mean on floating elements `T`, in
+/// [`welford::Acc`].
+fn welford_op<T: CpuElement>(
+    data: &[T],
+    iter: &TensorIterator,
+    sig: &Signature,
+    params: OpParams,
+) -> Result<Outputs> {
+    type F = welford::Acc;
+    run::<T, F, _>(data, iter, sig, &welford::WelfordOps::<F>::new(params))
+}
+
+/// The norms and logsumexp, on floating elements `T` computed in `F`.
 fn float_op<T: CpuElement, F: Float>(
     data: &[T],
     iter: &TensorIterator,
@@ -144,9 +173,6 @@ fn float_op<T: CpuElement, F: Float>(
     params: OpParams,
 ) -> Result<Outputs> {
     match sig.op {
-        ReduceOp::Var | ReduceOp::Std | ReduceOp::VarMean | ReduceOp::StdMean => {
-            run::<T, F, _>(data, iter, sig, &welford::WelfordOps::<F>::new(params))
-        }
         ReduceOp::Norm(kind) => {
             let p = params;
             match kind {

@@ -2,8 +2,35 @@
 //! `kernels/ops/welford.cuh`: PyTorch's Welford update per element and
 //! Chan's combine of two partial states, in one pass.
 
-use super::ops::{Both, Float, ReduceOps};
+use super::ops::{Both, Compute, Float, Projected, ReduceOps};
 use crate::reduce::OpParams;
+use crate::Element;
+
+/// The type the CPU keeps Welford's state in, for every floating input:
+/// f64, as torch's CPU kernel (`WelfordOps<scalar_t, double, ...>` in
+/// `std_var_kernel_impl`). The GPU keeps torch CUDA's f32 for 16- and 32-bit
+/// inputs ([`crate::reduce::Signature::acc`]); here an f32 state would
+/// overflow in `delta * delta` for values near 1e20 and up, whose variance
+/// torch's CPU computes finitely.
+pub(crate) type Acc = f64;
+
+/// A Welford result on its way to the output dtype. torch converts its
+/// double results to `scalar_t`, and a 16-bit `scalar_t` is built from a
+/// float, so they round to f32 first (which can differ from one rounding
+/// when the value is within an f32 rounding of a 16-bit tie).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Rounded<F>(pub F);
+
+impl<F: Compute> Projected for Rounded<F> {
+    #[inline(always)]
+    fn cast<O: Element>(self) -> O {
+        if O::DTYPE.is_floating_point() && O::DTYPE.size_in_bytes() == 2 {
+            O::from_f32(self.0.cast::<f32>())
+        } else {
+            self.0.cast()
+        }
+    }
+}
 
 /// `tr::WelfordData`: the mean and the sum of squared deviations `m2` of
 /// `nf` elements. `n` counts exactly (as an i32) while one accumulator
@@ -36,7 +63,7 @@ impl<F: Float> WelfordOps<F> {
 
 impl<F: Float> ReduceOps<F> for WelfordOps<F> {
     type Acc = WelfordData<F>;
-    type Out = Both<F, F>;
+    type Out = Both<Rounded<F>, Rounded<F>>;
     #[inline(always)]
     fn identity(&self) -> WelfordData<F> {
         WelfordData {
@@ -80,14 +107,17 @@ impl<F: Float> ReduceOps<F> for WelfordOps<F> {
     /// (var or std, mean): `var = m2 / max(nf - correction, 0)`, so no
     /// degrees of freedom left gives inf (or NaN for `0 / 0`), as torch.
     #[inline(always)]
-    fn project(&self, a: WelfordData<F>) -> Both<F, F> {
+    fn project(&self, a: WelfordData<F>) -> Both<Rounded<F>, Rounded<F>> {
         let divisor = if a.nf > self.correction {
             a.nf - self.correction
         } else {
             F::ZERO
         };
         let var = a.m2 / divisor;
-        Both(if self.take_sqrt { var.sqrt() } else { var }, a.mean)
+        Both(
+            Rounded(if self.take_sqrt { var.sqrt() } else { var }),
+            Rounded(a.mean),
+        )
     }
 }
 
@@ -107,10 +137,32 @@ mod tests {
         let whole = fold(&x);
         let split = ops.combine(fold(&x[..2]), fold(&x[2..]));
         assert!((whole.m2 - split.m2).abs() < 1e-12);
-        assert_eq!(ops.project(whole).1, 5.0);
+        assert_eq!(ops.project(whole).1 .0, 5.0);
         // Sample variance of 1, 2, 4, 7, 11: squared deviations from 5 sum
         // to 16 + 9 + 1 + 4 + 36 = 66, over 4 degrees of freedom.
-        assert!((ops.project(split).0 - 16.5).abs() < 1e-12);
+        assert!((ops.project(split).0 .0 - 16.5).abs() < 1e-12);
         assert_eq!(ops.combine(ops.identity(), whole), whole);
+    }
+
+    #[test]
+    fn results_reach_16_bit_outputs_through_f32() {
+        use crate::{bf16, f16};
+        // Just below the midpoint between two 16-bit values whose lower one
+        // is odd: one rounding goes down, but the f32 rounding lands on the
+        // midpoint, which ties to the even value above, as torch's
+        // `BFloat16(float(double))` and `Half(float(double))` do.
+        let below_mid = |ulp: i32| 1.0 + 2f64.powi(-ulp) + 2f64.powi(-ulp - 1) - 2f64.powi(-40);
+        assert_eq!(
+            Rounded(below_mid(7)).cast::<bf16>(),
+            bf16::from_f32(1.0 + 2f32.powi(-6))
+        );
+        assert_eq!(
+            Rounded(below_mid(10)).cast::<f16>(),
+            f16::from_f32(1.0 + 2f32.powi(-9))
+        );
+        // Wider outputs round once.
+        let v = below_mid(7);
+        assert_eq!(Rounded(v).cast::<f64>(), v);
+        assert_eq!(Rounded(v).cast::<f32>(), v as f32);
     }
 }

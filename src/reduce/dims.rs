@@ -69,7 +69,11 @@ impl ReduceDims {
                 ),
             }
         } else {
-            let Some(d) = (0..input.dim()).find(|&d| self.mask[d] && input.shape()[d] == 0) else {
+            // torch checks the dims in the order given and names the first
+            // empty one as the caller wrote it (-1 stays -1).
+            let Some(&d) = dims.iter().find(|&&d| {
+                wrap_dim(d, input.dim()).is_ok_and(|w| input.shape().get(w) == Some(&0))
+            }) else {
                 return Ok(());
             };
             // torch's aminmax words it without the parentheses.
