@@ -102,9 +102,14 @@ struct ReduceArgs {
   uint32_t reserved;
 };
 
-// The most rows one thread of the ShortRows strategy takes (its loads in
-// flight); the host's SHORT_ROWS_MAX_ROWS_PER_THREAD, checked equal below.
+// The ShortRows strategy's launch shape, each the host's constant of the
+// same meaning (SHORT_ROWS_MAX_ROWS_PER_THREAD, SHORT_ROWS_THREADS,
+// SHORT_ROWS_MIN_BLOCKS_PER_SM), checked equal below: the most rows one
+// thread takes (its loads in flight), the most threads per block, and the
+// blocks per SM its register budget is set for.
 constexpr int kMaxRowsPerThread = 8;
+constexpr int kShortRowsThreads = 256;
+constexpr int kShortRowsMinBlocksPerSm = 4;
 
 template <typename scalar_t, typename ops_t, typename index_t, typename out_scalar_t, int vt0, int input_vec_size>
 struct ReduceOp {
@@ -123,12 +128,6 @@ struct ReduceOp {
 
   template <int output_vec_size>
   __device__ void run() const {
-    if constexpr (output_vec_size == 1) {
-      if (config().lanes_per_row != 0) {
-        run_short_rows();
-        return;
-      }
-    }
     // 8-byte aligned: holds Array<arg_t, output_vec_size> values.
     extern __shared__ uint64_t shared_memory_words[];
     char* shared_memory = reinterpret_cast<char*>(shared_memory_words);
@@ -718,6 +717,17 @@ struct ReduceOp {
 template <int nt, int output_vec_size, typename R>
 __global__ void __launch_bounds__(nt, 4) reduce_kernel(R reduction) {
   reduction.template run<output_vec_size>();
+}
+
+// The ShortRows strategy's entry, with its own register budget: a thread
+// holds kMaxRowsPerThread vector loads at once, which reduce_kernel's
+// budget (32 registers at 512 threads and 4 blocks per SM) spilled to local
+// memory, costing about half the bandwidth. With 64 registers at 256
+// threads they stay in registers, and 4 blocks per SM keep enough bytes in
+// flight.
+template <typename R>
+__global__ void __launch_bounds__(kShortRowsThreads, kShortRowsMinBlocksPerSm) short_rows_kernel(R reduction) {
+  reduction.run_short_rows();
 }
 
 }  // namespace tr

@@ -270,6 +270,14 @@ pub(crate) fn layout_asserts() -> String {
         "kMaxRowsPerThread",
         crate::cuda::plan::SHORT_ROWS_MAX_ROWS_PER_THREAD as usize,
     );
+    check(
+        "kShortRowsThreads",
+        crate::cuda::plan::SHORT_ROWS_THREADS as usize,
+    );
+    check(
+        "kShortRowsMinBlocksPerSm",
+        crate::cuda::plan::SHORT_ROWS_MIN_BLOCKS_PER_SM as usize,
+    );
     s.push_str("}  // namespace tr\n");
     s
 }

@@ -170,7 +170,7 @@ pub(crate) fn reduce(
         };
         for l in launches {
             let k = kernel::loaded(ordinal, sig)?;
-            let f = k.function(l.config.output_vec_size)?;
+            let f = k.function(&l.config)?;
             let args = ReduceArgs::new(
                 l,
                 out_dtype.size_in_bytes(),

@@ -16,6 +16,20 @@ pub mod disk_cache;
 /// instantiation each (PyTorch's host switches over the same three).
 pub const OUTPUT_VEC_SIZES: [u32; 3] = [1, 2, 4];
 
+/// The kernels of one compiled module, in the order of its lowered names:
+/// `reduce_kernel` for each of [`OUTPUT_VEC_SIZES`], then the ShortRows
+/// strategy's `short_rows_kernel`.
+pub fn name_expressions(sig: &Signature) -> Vec<String> {
+    OUTPUT_VEC_SIZES
+        .iter()
+        .map(|&v| name_expression(sig, v))
+        .chain(std::iter::once(format!(
+            "tr::short_rows_kernel<{} >",
+            reduce_op_type(sig)
+        )))
+        .collect()
+}
+
 /// The C++ spelling of a dtype inside the kernels.
 fn c_type(d: DType) -> &'static str {
     match d {
@@ -46,6 +60,14 @@ fn c_compute_type(d: DType) -> &'static str {
 /// are split by `TensorIterator::with_32bit_indexing`.
 pub fn name_expression(sig: &Signature, output_vec_size: u32) -> String {
     let nt = sig.max_num_threads / output_vec_size;
+    format!(
+        "tr::reduce_kernel<{nt}, {output_vec_size}, {} >",
+        reduce_op_type(sig)
+    )
+}
+
+/// The `ReduceOp` every kernel of a signature's module runs.
+fn reduce_op_type(sig: &Signature) -> String {
     let functor = format!(
         "tr::{}<{}, {}>",
         sig.op.functor(),
@@ -53,7 +75,7 @@ pub fn name_expression(sig: &Signature, output_vec_size: u32) -> String {
         c_compute_type(sig.cast.unwrap_or(sig.compute)),
     );
     format!(
-        "tr::reduce_kernel<{nt}, {output_vec_size}, tr::ReduceOp<{}, {functor}, tr::uint32_t, {}, {}, {}> >",
+        "tr::ReduceOp<{}, {functor}, tr::uint32_t, {}, {}, {}>",
         c_type(sig.input),
         c_type(sig.output),
         sig.vt0,
@@ -115,10 +137,7 @@ pub fn compile(sig: &Signature, arch: (u32, u32)) -> Result<CompiledKernel> {
     validate(sig)?;
     let source = source();
     let options = options(arch);
-    let exprs: Vec<String> = OUTPUT_VEC_SIZES
-        .iter()
-        .map(|&v| name_expression(sig, v))
-        .collect();
+    let exprs = name_expressions(sig);
     let key = format!(
         "{label}\nkernels={KERNEL_SOURCES_HASH:016x}\nsource={src:016x}\noptions={options:?}\nexprs={exprs:?}\nnvrtc={nvrtc:?}\ndriver={driver}",
         label = label(sig),
@@ -141,13 +160,13 @@ pub fn compile(sig: &Signature, arch: (u32, u32)) -> Result<CompiledKernel> {
     Ok(compiled)
 }
 
-/// A compiled module: the cubin and the lowered name of the kernel for each
-/// of [`OUTPUT_VEC_SIZES`].
+/// A compiled module: the cubin and the lowered name of each kernel of
+/// [`name_expressions`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CompiledKernel {
     /// The cubin (SASS for one architecture).
     pub cubin: Vec<u8>,
-    /// Mangled kernel names, one per output vector size.
+    /// Mangled kernel names, in [`name_expressions`]' order.
     pub lowered_names: Vec<String>,
 }
 
@@ -174,19 +193,29 @@ pub(crate) fn fnv1a64(bytes: &[u8]) -> u64 {
     hash
 }
 
-/// A module loaded on one device: the kernel for each output vector size.
+/// A module loaded on one device: its kernels, in [`name_expressions`]'
+/// order.
 pub(crate) struct LoadedKernel {
     functions: Vec<cudarc::driver::CudaFunction>,
 }
 
 impl LoadedKernel {
-    /// The `reduce_kernel` instantiation for `output_vec_size`.
-    pub(crate) fn function(&self, output_vec_size: u32) -> Result<&cudarc::driver::CudaFunction> {
-        OUTPUT_VEC_SIZES
-            .iter()
-            .position(|&v| v == output_vec_size)
-            .map(|i| &self.functions[i])
-            .ok_or_else(|| Error::Unsupported(format!("output_vec_size {output_vec_size}")))
+    /// The kernel that runs `config`: `short_rows_kernel` for the ShortRows
+    /// strategy, else the `reduce_kernel` of its output vector size.
+    pub(crate) fn function(
+        &self,
+        config: &crate::cuda::plan::ReduceConfig,
+    ) -> Result<&cudarc::driver::CudaFunction> {
+        let index = if config.lanes_per_row != 0 {
+            Some(OUTPUT_VEC_SIZES.len())
+        } else {
+            OUTPUT_VEC_SIZES
+                .iter()
+                .position(|&v| v == config.output_vec_size)
+        };
+        index.and_then(|i| self.functions.get(i)).ok_or_else(|| {
+            Error::Unsupported(format!("output_vec_size {}", config.output_vec_size))
+        })
     }
 }
 

@@ -263,7 +263,7 @@ fn write_short_rows(
         "    - {} rows per thread: the most (≤ {}) that still leaves a full wave of {} blocks on {} SMs",
         c.rows_per_thread,
         super::SHORT_ROWS_MAX_ROWS_PER_THREAD,
-        u64::from(plan.props.sm_count) * u64::from(plan.props.max_threads_per_sm / c.num_threads),
+        super::strategy::short_rows_full_wave(&plan.props, c.num_threads),
         plan.props.sm_count
     )
 }

@@ -11,13 +11,22 @@ use crate::iter::TensorIterator;
 use crate::reduce::Signature;
 
 /// Threads per block under [`Strategy::ShortRows`] (at most the op's
-/// `max_num_threads`): a warp per block row, several rows per warp.
+/// `max_num_threads`): a warp per block row, several rows per warp. Also
+/// `short_rows_kernel`'s launch bound (`kShortRowsThreads`, checked equal
+/// in the generated source).
 pub const SHORT_ROWS_THREADS: u32 = 256;
 
 /// The most rows one thread takes under [`Strategy::ShortRows`], that is
 /// the most loads it keeps in flight. The kernel sizes its register arrays
 /// by it (`kMaxRowsPerThread`); the generated source checks the two agree.
 pub const SHORT_ROWS_MAX_ROWS_PER_THREAD: u32 = 8;
+
+/// The blocks per SM that `short_rows_kernel`'s register budget is set for
+/// (its `__launch_bounds__`, `kShortRowsMinBlocksPerSm`, checked equal in
+/// the generated source): 64 registers a thread at 256 threads, room for
+/// [`SHORT_ROWS_MAX_ROWS_PER_THREAD`] 16-byte loads without spilling. A
+/// full wave is this many blocks on every SM.
+pub const SHORT_ROWS_MIN_BLOCKS_PER_SM: u32 = 4;
 
 /// How a launch is configured: PyTorch's heuristic as it is, or one of our
 /// branches.
@@ -110,6 +119,16 @@ fn short_rows(iter: &TensorIterator, signature: &Signature, warp_size: u32) -> O
     })
 }
 
+/// The blocks of `num_threads` threads that `short_rows_kernel` keeps
+/// resident on the whole device at once: its register budget allows
+/// [`SHORT_ROWS_MIN_BLOCKS_PER_SM`] per SM, fewer where the SM's thread
+/// limit says so.
+pub(super) fn short_rows_full_wave(props: &DeviceProps, num_threads: u32) -> u64 {
+    let per_sm =
+        (props.max_threads_per_sm / num_threads.max(1)).clamp(1, SHORT_ROWS_MIN_BLOCKS_PER_SM);
+    u64::from(props.sm_count) * u64::from(per_sm)
+}
+
 /// A warp per block row, `warp / lanes_per_row` rows per warp; each thread
 /// takes as many rows (up to [`SHORT_ROWS_MAX_ROWS_PER_THREAD`]) as leave a
 /// full wave of blocks on the device, so that small inputs still spread
@@ -135,8 +154,7 @@ fn short_rows_config(
     config.lanes_per_row = rows.lanes_per_row;
     config.row_vec_size = rows.row_vec_size;
     config.step_output = config.block_height * (props.warp_size / rows.lanes_per_row);
-    let full_wave = u64::from(props.sm_count)
-        * u64::from((props.max_threads_per_sm / config.num_threads).max(1));
+    let full_wave = short_rows_full_wave(props, config.num_threads);
     let mut rows_per_thread = SHORT_ROWS_MAX_ROWS_PER_THREAD;
     while rows_per_thread > 1
         && div_up(

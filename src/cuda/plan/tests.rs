@@ -209,8 +209,9 @@ fn warps_split_outputs_when_each_thread_has_little_work() {
 fn short_rows_share_warps_and_keep_loads_in_flight() {
     // [1048576, 16] f32 over dim 1: 16-byte loads of 4 -> 4 lanes per row,
     // 32 / 4 = 8 rows per warp, block (32, 8) -> 64 rows per pass. A full
-    // wave is 132 SMs x 2048/256 = 1056 blocks; 8 rows per thread leave
-    // 2^20 / (64 x 8) = 2048 blocks >= 1056, so 8.
+    // wave is 132 SMs x min(2048/256, 4 the register budget allows) = 528
+    // blocks; 8 rows per thread leave 2^20 / (64 x 8) = 2048 blocks >= 528,
+    // so 8.
     let p = plan(&[1_048_576, 16], &[16, 1], 0, &[1], DType::F32);
     let l = only(&p);
     let rows = |row_len, row_vec_size, lanes_per_row| {
@@ -240,10 +241,16 @@ fn short_rows_share_warps_and_keep_loads_in_flight() {
     assert_eq!((pt.block(), pt.vectorize_input), ([16, 32, 1], false));
     assert!(p.to_string().contains("ShortRows"), "{p}");
     // f16 rows of 16: 16-byte loads of 8 -> 2 lanes, 16 rows per warp, 128
-    // per pass; 8 rows per thread would leave 1024 < 1056 blocks, 4 leave 2048.
+    // per pass; 8 rows per thread leave 1024 >= 528 blocks. 2^16 rows: 8
+    // would leave 64 blocks, 4 128, 2 256, 1 512, all short of a wave: 1.
     let h = only(&plan(&[1 << 20, 16], &[16, 1], 0, &[1], DType::F16)).clone();
     assert_eq!(h.strategy, rows(16, 8, 2));
-    assert_eq!((h.config.rows_per_thread, h.grid), (4, [2048, 1, 1]));
+    assert_eq!((h.config.rows_per_thread, h.grid), (8, [1024, 1, 1]));
+    let h = only(&plan(&[1 << 16, 16], &[16, 1], 0, &[1], DType::F16)).clone();
+    assert_eq!((h.config.rows_per_thread, h.grid), (1, [512, 1, 1]));
+    // 2^18 rows: 8 leave 256, 4 512, 2 1024 >= 528: 2.
+    let h = only(&plan(&[1 << 18, 16], &[16, 1], 0, &[1], DType::F16)).clone();
+    assert_eq!((h.config.rows_per_thread, h.grid), (2, [1024, 1, 1]));
     // Rows that are no whole number of vectors, or whose starts are not
     // aligned to one, take narrower loads: 7 lanes of 1; rows 36 bytes
     // apart or one element off a vector boundary, 8 lanes of 1. 1000 rows
