@@ -156,6 +156,21 @@ fn short_rows_reads(
     {
         return Err("short rows need output_vec_size 1 and one contiguous reduced dim".into());
     }
+    let threads: u32 = launch.block.iter().map(|&b| b.max(1)).product();
+    if threads > super::SHORT_ROWS_THREADS {
+        // short_rows_kernel's launch bound: a larger block would not launch.
+        return Err(format!(
+            "short rows in a block of {threads} threads, over short_rows_kernel's {}",
+            super::SHORT_ROWS_THREADS
+        ));
+    }
+    if c.rows_per_thread == 0 || c.rows_per_thread > super::SHORT_ROWS_MAX_ROWS_PER_THREAD {
+        return Err(format!(
+            "{} rows per thread, outside 1..={}",
+            c.rows_per_thread,
+            super::SHORT_ROWS_MAX_ROWS_PER_THREAD
+        ));
+    }
     let (lanes, width) = (c.lanes_per_row, u64::from(c.row_vec_size));
     if lanes * c.row_vec_size != c.num_inputs || lanes > launch.block[0] {
         return Err(format!(
