@@ -14,16 +14,19 @@ struct LogSumExpOps {
   static constexpr int noutputs = 1;
   __device__ __forceinline__ explicit LogSumExpOps(const OpParams&) {}
   __device__ __forceinline__ static arg_t identity() { return {Limits<compute_t>::lowest(), compute_t(0)}; }
+  // Branch-free, with one exp per element: exp(-|v - m|) is exp(m - v) when
+  // v is the new maximum and exp(v - m) otherwise (IEEE negation is exact, so
+  // both are bitwise the branchy forms). Per-element branches around expf
+  // kept the compiler from overlapping one element's exp with the next
+  // element's load, and diverged while m was still moving.
   template <typename scalar_t>
   __device__ __forceinline__ arg_t reduce(arg_t acc, scalar_t x, int64_t /*idx*/) const {
     compute_t v = load<cast_t, compute_t>(x);
-    if (v > acc.first) {
-      return {v, acc.second * exp_op(acc.first - v) + compute_t(1)};
-    }
-    if (v == acc.first) {
-      return {acc.first, acc.second + compute_t(1)};
-    }
-    return {acc.first, acc.second + exp_op(v - acc.first)};
+    compute_t e = v == acc.first ? compute_t(1) : exp_op(-abs_op(v - acc.first));
+    compute_t up_sum = acc.second * e + compute_t(1);
+    compute_t same_sum = acc.second + e;
+    bool up = v > acc.first;
+    return {up ? v : acc.first, up ? up_sum : same_sum};
   }
   __device__ __forceinline__ arg_t combine(arg_t a, arg_t b) const {
     if (a.first == b.first) {
