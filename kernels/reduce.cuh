@@ -111,9 +111,47 @@ constexpr int kMaxRowsPerThread = 8;
 constexpr int kShortRowsThreads = 256;
 constexpr int kShortRowsMinBlocksPerSm = 4;
 
+// reduce_kernel's register budget. PyTorch budgets 4 resident blocks per SM
+// (C10_LAUNCH_BOUNDS_2(nt, 4)), which leaves 32 registers a thread at 512
+// threads. An accumulator of 16 bytes or more (an index pair, Welford's
+// state, logsumexp's (m, s) in f64, aminmax's pair) with its vector lanes
+// and loads does not fit in 32: argmax of f32 spilled a 72-byte stack
+// frame, of f64 200 bytes, and ran at 37% and 15% of the read ceiling.
+// Such kernels get half the resident blocks and twice the registers; the
+// loads in flight (below) keep enough bytes moving at that occupancy.
+constexpr int kRegistersPerSm = 65536;
+constexpr int kWideAccumulatorBytes = 16;
+constexpr int kWideAccumulatorRegisters = 64;
+template <int nt, int accumulator_bytes>
+__device__ constexpr int reduce_min_blocks_per_sm() {
+  constexpr int registers_at_4 = kRegistersPerSm / (nt * 4);
+  return accumulator_bytes >= kWideAccumulatorBytes && registers_at_4 < kWideAccumulatorRegisters
+             ? kRegistersPerSm / (nt * kWideAccumulatorRegisters)
+             : 4;
+}
+
+// How many vector loads input_vectorized_thread_reduce_impl issues before
+// reducing any: up to four, as many as fit beside the input_vec_size
+// accumulators in the registers a thread has, less kReservedRegisters for
+// indices, addresses and the functor's temporaries, and at least one.
+// Spilling the batch to local memory costs far more than a shorter batch:
+// at 32 registers four loads suit sum of f32 (16 + 16 bytes), and f64 sum
+// or argmax of f32 get one.
+constexpr int kReservedRegisters = 12;
+template <int nt, int min_blocks_per_sm, int load_bytes, int accumulator_bytes>
+__device__ constexpr int vectorized_loads_in_flight() {
+  constexpr int budget_bytes = (kRegistersPerSm / (nt * min_blocks_per_sm) - kReservedRegisters) * 4;
+  constexpr int fit = (budget_bytes - accumulator_bytes) / load_bytes;
+  return fit < 1 ? 1 : fit > 4 ? 4 : fit;
+}
+
 template <typename scalar_t, typename ops_t, typename index_t, typename out_scalar_t, int vt0, int input_vec_size>
 struct ReduceOp {
   using arg_t = typename ops_t::arg_t;
+  template <int nt>
+  static constexpr int min_blocks_per_sm() {
+    return reduce_min_blocks_per_sm<nt, sizeof(arg_t)>();
+  }
   using InputCalculator = OffsetCalculator<1, index_t>;
   using OutputCalculator = OffsetCalculator<2, index_t>;
 
@@ -126,7 +164,7 @@ struct ReduceOp {
   __device__ __forceinline__ arg_t ident() const { return ops_t::identity(); }
 
 
-  template <int output_vec_size>
+  template <int nt, int output_vec_size>
   __device__ void run() const {
     // 8-byte aligned: holds Array<arg_t, output_vec_size> values.
     extern __shared__ uint64_t shared_memory_words[];
@@ -145,7 +183,7 @@ struct ReduceOp {
 
     if (output_idx < config.num_outputs && input_idx < config.num_inputs) {
       const scalar_t* input_slice = reinterpret_cast<const scalar_t*>(args.src + base_offsets1);
-      value = thread_reduce<output_vec_size>(input_slice);
+      value = thread_reduce<nt, output_vec_size>(input_slice);
     }
 
     if (config.should_block_y_reduce()) {
@@ -351,13 +389,13 @@ struct ReduceOp {
     }
   }
 
-  template <int output_vec_size>
+  template <int nt, int output_vec_size>
   __device__ __forceinline__ Array<arg_t, output_vec_size> thread_reduce(const scalar_t* data) const {
     const ReduceConfig& config = this->config();
     if (config.vectorize_input) {
       // The planner only vectorises the input with output_vec_size == 1.
       Array<arg_t, output_vec_size> result;
-      result[0] = input_vectorized_thread_reduce_impl(data);
+      result[0] = input_vectorized_thread_reduce_impl<nt>(data);
 #pragma unroll
       for (int i = 1; i < output_vec_size; i++) {
         result[i] = ident();
@@ -382,6 +420,7 @@ struct ReduceOp {
   // them in the aligned grid, and the elements after the last whole vector
   // (the tail) by the first lanes; only one row/CTA (should_reduce_tail)
   // reads either, so nothing is counted twice.
+  template <int nt>
   __device__ __forceinline__ arg_t input_vectorized_thread_reduce_impl(const scalar_t* data) const {
     const ReduceConfig& config = this->config();
     const ops_t op = ops();
@@ -415,12 +454,13 @@ struct ReduceOp {
       value_list[i] = ident();
     }
 
-    // Issue kLoadsInFlight vector loads before adding any of them: HBM3e
-    // needs several 16-byte loads in flight per thread to reach its
+    // Issue several vector loads before adding any of them: HBM3e needs
+    // more than one 16-byte load in flight per thread to reach its
     // bandwidth, and the loop below alone keeps one. Each accumulator still
-    // receives its values in the same order, so the sum is bitwise the one
-    // the plain loop (and PyTorch) computes.
-    constexpr int kLoadsInFlight = 4;
+    // receives its values in the same order, so the result is bitwise the
+    // one the plain loop (and PyTorch) computes, whatever the batch size.
+    constexpr int kLoadsInFlight =
+        vectorized_loads_in_flight<nt, min_blocks_per_sm<nt>(), sizeof(load_t), input_vec_size * sizeof(arg_t)>();
     while (((uint64_t)idx + (uint64_t)(kLoadsInFlight - 1) * stride) * input_vec_size + input_vec_size - 1 <
            (uint64_t)end) {
       load_t batch[kLoadsInFlight];
@@ -713,10 +753,11 @@ struct ReduceOp {
 };
 
 // PyTorch's C10_LAUNCH_BOUNDS_2(nt, 4): at most nt threads per block, and
-// registers budgeted for 4 resident blocks per SM.
+// registers budgeted for 4 resident blocks per SM, or fewer for a wide
+// accumulator (reduce_min_blocks_per_sm).
 template <int nt, int output_vec_size, typename R>
-__global__ void __launch_bounds__(nt, 4) reduce_kernel(R reduction) {
-  reduction.template run<output_vec_size>();
+__global__ void __launch_bounds__(nt, R::template min_blocks_per_sm<nt>()) reduce_kernel(R reduction) {
+  reduction.template run<nt, output_vec_size>();
 }
 
 // The ShortRows strategy's entry, with its own register budget: a thread
