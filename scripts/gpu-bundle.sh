@@ -91,6 +91,9 @@ export RUST_BACKTRACE=1
 TEST_TIMEOUT=${TEST_TIMEOUT:-300}
 SAN_TIMEOUT=${SAN_TIMEOUT:-60}
 DEADLINE=${DEADLINE:-3600}
+# Threads per test executable: 1 keeps each test's GPU timing and memory to
+# itself; more finish sooner where the kernel cache is cold.
+TEST_THREADS=${TEST_THREADS:-1}
 # Optional: ONLY, a grep -E pattern selecting test executables; STAGES, a
 # subset of "tests sanitizers examples differential"; DIFF_CASES and
 # DIFF_SEED for the differential stage.
@@ -113,7 +116,7 @@ pass=0; fail=0; failed=()
 [[ " $STAGES " == *" tests "* ]] && while read -r t; do
   [ -n "$t" ] || continue
   start=$(date +%s)
-  if timeout "$TEST_TIMEOUT" "$here/bin/$t" --include-ignored --test-threads=1 >"$logs/$t.log" 2>&1; then
+  if timeout "$TEST_TIMEOUT" "$here/bin/$t" --include-ignored --test-threads="$TEST_THREADS" >"$logs/$t.log" 2>&1; then
     pass=$((pass + 1)); status=ok
   else
     fail=$((fail + 1)); failed+=("$t"); status=FAILED
