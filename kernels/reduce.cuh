@@ -113,14 +113,16 @@ constexpr int kShortRowsMinBlocksPerSm = 4;
 
 // reduce_kernel's register budget. PyTorch budgets 4 resident blocks per SM
 // (C10_LAUNCH_BOUNDS_2(nt, 4)), which leaves 32 registers a thread at 512
-// threads. An accumulator of 16 bytes or more (an index pair, Welford's
-// state, logsumexp's (m, s) in f64, aminmax's pair) with its vector lanes
-// and loads does not fit in 32: argmax of f32 spilled a 72-byte stack
-// frame, of f64 200 bytes, and ran at 37% and 15% of the read ceiling.
-// Such kernels get half the resident blocks and twice the registers; the
-// loads in flight (below) keep enough bytes moving at that occupancy.
+// threads. Where the accumulators the vectorized path holds (input_vec_size
+// of them) take 64 bytes or more (index pairs, and f64 Welford, logsumexp
+// or aminmax state), they and one vector load do not fit in 32: argmax of
+// f32 spilled a 72-byte stack frame, of f64 200 bytes, and ran at 37% and
+// 15% of the read ceiling. Such kernels get half the resident blocks and
+// twice the registers (argmax then reaches 85%). Smaller spills cost less
+// than half the occupancy: f32 Welford (two 16-byte accumulators, a 48-byte
+// frame) ran 17% slower on 64 registers, so it keeps PyTorch's budget.
 constexpr int kRegistersPerSm = 65536;
-constexpr int kWideAccumulatorBytes = 16;
+constexpr int kWideAccumulatorBytes = 64;
 constexpr int kWideAccumulatorRegisters = 64;
 template <int nt, int accumulator_bytes>
 __device__ constexpr int reduce_min_blocks_per_sm() {
@@ -150,7 +152,7 @@ struct ReduceOp {
   using arg_t = typename ops_t::arg_t;
   template <int nt>
   static constexpr int min_blocks_per_sm() {
-    return reduce_min_blocks_per_sm<nt, sizeof(arg_t)>();
+    return reduce_min_blocks_per_sm<nt, input_vec_size * sizeof(arg_t)>();
   }
   using InputCalculator = OffsetCalculator<1, index_t>;
   using OutputCalculator = OffsetCalculator<2, index_t>;
