@@ -137,8 +137,9 @@ __device__ constexpr int reduce_min_blocks_per_sm() {
 // accumulators in the registers a thread has, less kReservedRegisters for
 // indices, addresses and the functor's temporaries, and at least one.
 // Spilling the batch to local memory costs far more than a shorter batch:
-// at 32 registers four loads suit sum of f32 (16 + 16 bytes), and f64 sum
-// or argmax of f32 get one.
+// at 32 registers sum of f32 (16 bytes of accumulators, 16-byte loads) keeps
+// four loads and f64 sum (32 and 32) one; at 64 registers argmax of f32
+// (64 bytes of index pairs) keeps four.
 constexpr int kReservedRegisters = 12;
 template <int nt, int min_blocks_per_sm, int load_bytes, int accumulator_bytes>
 __device__ constexpr int vectorized_loads_in_flight() {
