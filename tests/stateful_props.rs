@@ -10,7 +10,7 @@
 mod common;
 
 use common::cases::{case_strategy, exact_sum, reference, wrapped_dims, Case};
-use common::{random_values, round_to, tensor_of, to_f64, Rng};
+use common::{random_values, round_to, tensor_of, to_f64, Rng, ViewOp};
 use ndarray::{ArrayD, IxDyn};
 use proptest::prelude::*;
 use tensor_reduce::reduce::ReduceOp;
@@ -189,10 +189,19 @@ fn depth(n: usize) -> f64 {
     (n.min(1024) / 4) as f64 + (n.max(2) as f64).log2().ceil() + 4.0
 }
 
-/// Whether `g` matches `r` within `tol`. An infinite `tol` marks a result
-/// the reference cannot pin down (see the Welford mean), and accepts NaN.
-fn close(g: f64, r: f64, tol: f64) -> bool {
-    (g.is_nan() && (r.is_nan() || tol == f64::INFINITY)) || g == r || (g - r).abs() <= tol
+/// Whether `g`, a result of `dtype`, is what rounding some value within
+/// `tol` of `r` to `dtype` gives. Rounding is monotonic, so that is the
+/// range between the roundings of `r ± tol`: a relative `tol` alone would
+/// miss the absolute steps of f16's subnormals. An infinite `tol` marks a
+/// result the reference cannot pin down (see the Welford mean), and
+/// accepts NaN.
+fn close(dtype: DType, g: f64, r: f64, tol: f64) -> bool {
+    if g.is_nan() {
+        return r.is_nan() || tol == f64::INFINITY;
+    }
+    g == r
+        || (g - r).abs() <= tol
+        || (round_to(dtype, r - tol) <= g && g <= round_to(dtype, r + tol))
 }
 
 fn check_case(call: Call, case: &Case, device: Device) -> std::result::Result<(), TestCaseError> {
@@ -366,7 +375,7 @@ fn check_case(call: Call, case: &Case, device: Device) -> std::result::Result<()
         {
             let r_out = round_to(dtype, r);
             prop_assert!(
-                close(g, r_out, tol) || close(g, r, tol),
+                close(dtype, g, r, tol),
                 "{:?} {:?} output {}: element {}: got {}, expected {} (tolerance {}, n {})",
                 case,
                 call,
@@ -450,4 +459,37 @@ fn reference_folds_pick_the_first_extreme() {
     assert_eq!(logsumexp(&[f64::NEG_INFINITY; 3]), f64::NEG_INFINITY);
     assert!((logsumexp(&[0.0, 0.0]) - 2f64.ln()).abs() < 1e-15);
     assert_eq!(norm(&[3.0, -4.0], 2.0), 5.0);
+}
+
+#[test]
+fn f16_norms_may_round_either_way_among_subnormals() {
+    // A p = -1.5 norm of f16 broadcast rows lands near 1.52e-6, a
+    // midpoint between two f16 subnormals: f32 accumulation may round it
+    // to either, a step far larger than any relative tolerance of it.
+    let case = Case {
+        dtype: DType::F16,
+        base_shape: vec![2, 149],
+        views: vec![
+            ViewOp::Slice(0, 1, 2, 1),
+            ViewOp::Broadcast(0, 2),
+            ViewOp::Broadcast(1, 4),
+        ],
+        dims: vec![-3, 0],
+        keepdim: false,
+        seed: 13929191866164600099,
+    };
+    check_case(Call::Norm(-1.5), &case, Device::Cpu).unwrap();
+    let one_step = 2f64.powi(-24);
+    assert!(close(
+        DType::F16,
+        25.0 * one_step,
+        25.5 * one_step + 1e-9,
+        1e-8
+    ));
+    assert!(!close(
+        DType::F16,
+        24.0 * one_step,
+        25.5 * one_step + 1e-9,
+        1e-8
+    ));
 }
