@@ -3,14 +3,16 @@
 //!
 //! [`reduce`] picks the element type, the compute type ([`compute_type`])
 //! and the functor of a [`Signature`] and runs the generic trees of
-//! [`tree`]; `project` then writes each accumulator to the result's dtype
-//! (and to the second output's, for the ops that have one).
+//! [`tree`], which hand each block of accumulators to [`outputs`]: torch's
+//! `project`, then the cast to the result's dtype (and to the second
+//! output's, for the ops that have one), straight into the result.
 
 mod element;
 mod explain;
 mod index_ops;
 mod norm_ops;
 mod ops;
+mod outputs;
 mod tree;
 mod welford;
 
@@ -21,8 +23,7 @@ use crate::reduce::{NormKind, OpParams, ReduceOp, Signature};
 use crate::tensor::storage::{CpuStorage, Storage};
 use crate::{with_dtype, DType, Error, Result, Tensor};
 use element::CpuElement;
-use ops::{Compute, Float, Projected, ReduceOps};
-use rayon::prelude::*;
+use ops::{Compute, Float, ReduceOps};
 use std::sync::Arc;
 
 /// Runs `sig` over `input`, reducing the dims where `mask` is true, into a
@@ -240,37 +241,19 @@ fn run<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     sig: &Signature,
     op: &R,
 ) -> Result<Outputs> {
-    let accs = tree::reduce(data, iter, op)?;
-    let first = project(op, &accs, sig.output, false)?;
-    let second = match sig.second_output() {
-        Some(dtype) => Some(project(op, &accs, dtype, true)?),
+    let n = iter.num_output_elements();
+    let mut first = CpuStorage::zeroed(sig.output, n)?;
+    let mut second = match sig.second_output() {
+        Some(dtype) => Some(CpuStorage::zeroed(dtype, n)?),
         None => None,
     };
+    tree::reduce(
+        data,
+        iter,
+        op,
+        outputs::Outputs::new(&mut first, second.as_mut()),
+    );
     Ok((first, second))
-}
-
-/// torch's `project`, then the cast to `dtype`, into a fallibly allocated
-/// storage: the first output's value or, with `second`, the second's (the
-/// projection is cheap beside the reduction, so each output projects
-/// again rather than holding every projected pair).
-fn project<W: Compute, R: ReduceOps<W>>(
-    op: &R,
-    accs: &[R::Acc],
-    dtype: DType,
-    second: bool,
-) -> Result<CpuStorage> {
-    with_dtype!(dtype, O => {
-        let mut out = CpuStorage::zeroed(dtype, accs.len())?;
-        out.as_mut_slice::<O>()
-            .par_iter_mut()
-            .with_min_len(4096)
-            .zip(accs.par_iter())
-            .for_each(|(o, &a)| {
-                let r = op.project(a);
-                *o = if second { r.cast_second::<O>() } else { r.cast::<O>() };
-            });
-        Ok(out)
-    })
 }
 
 #[cfg(test)]

@@ -18,10 +18,8 @@
 
 use super::element::{combine_lanes, CpuElement};
 use super::ops::{Compute, ReduceOps};
+use super::outputs::{par_blocks, Outputs};
 use crate::iter::TensorIterator;
-use crate::tensor::storage::try_vec;
-use crate::Result;
-use rayon::prelude::*;
 
 /// Elements summed sequentially (over 8 lanes) at the bottom of the pairwise tree.
 pub(super) const LEAF: usize = 1024;
@@ -110,52 +108,55 @@ impl Layout {
     }
 }
 
-/// Reduces `data` as `iter` describes with `op`: one accumulator per output,
-/// in output order.
+/// Reduces `data` as `iter` describes with `op`, projecting each output's
+/// accumulator into `out`.
 pub(super) fn reduce<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     data: &[T],
     iter: &TensorIterator,
     op: &R,
-) -> Result<Vec<R::Acc>> {
+    out: Outputs<'_>,
+) {
     let layout = Layout::new(iter);
-    let mut out = try_vec(op.identity(), layout.num_outputs)?;
+    assert_eq!(
+        out.len(),
+        layout.num_outputs,
+        "internal: one result element per output"
+    );
     if layout.is_outer() {
-        reduce_outer(data, &layout, op, &mut out);
+        reduce_outer(data, &layout, op, out);
     } else {
-        reduce_inner(data, &layout, op, &mut out);
+        reduce_inner(data, &layout, op, out);
     }
-    Ok(out)
 }
 
 fn reduce_inner<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     data: &[T],
     l: &Layout,
     op: &R,
-    out: &mut [R::Acc],
+    out: Outputs<'_>,
 ) {
     let grain = (PARALLEL_GRAIN / l.num_inputs.max(1)).max(1);
     if let Some((n, stride)) = l.short_rows() {
-        // Rows of at most one leaf, one output dim apart: each block folds
-        // its rows in one loop (the same lanes and combine order as the
-        // leaf below, so the same bits), without a call, a cursor or a
-        // 16-bit conversion per row.
-        out.par_chunks_mut(grain)
-            .enumerate()
-            .for_each(|(block, out)| {
-                let start = l.base + block * grain * stride;
-                let span = (out.len() - 1) * stride + n;
-                T::fold_rows(&data[start..start + span], stride, n, op, out);
-            });
+        // Rows of at most one leaf, one output dim apart: each stage of a
+        // block folds its rows in one loop (the same lanes and combine
+        // order as the leaf below, so the same bits), without a call, a
+        // cursor or a 16-bit conversion per row.
+        par_blocks(out, grain, &|first, out| {
+            out.fill_staged(op, |k, accs| {
+                let start = l.base + (first + k) * stride;
+                let span = (accs.len() - 1) * stride + n;
+                T::fold_rows(&data[start..start + span], stride, n, op, accs);
+            })
+        });
         return;
     }
     // Outputs in blocks of `grain`, each block walking its outputs with a
     // running offset: with many short rows, a division per output dim per
     // output would cost more than the row itself.
-    out.par_chunks_mut(grain)
-        .enumerate()
-        .for_each(|(block, out)| {
-            let mut cursor = Cursor::new(&l.output, block * grain);
-            for o in out {
+    par_blocks(out, grain, &|first, out| {
+        let mut cursor = Cursor::new(&l.output, first);
+        out.fill_staged(op, |_, accs| {
+            for o in accs {
                 let base = l.base + cursor.offset;
                 *o = match l.reduce.as_slice() {
                     // Nothing reduced (e.g. only size-1 dims): one element,
@@ -167,7 +168,8 @@ fn reduce_inner<T: CpuElement, W: Compute, R: ReduceOps<W>>(
                 };
                 cursor.advance();
             }
-        });
+        })
+    });
 }
 
 /// A position in a dim list's index space and its input offset, advanced
@@ -272,28 +274,17 @@ fn reduce_outer<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     data: &[T],
     l: &Layout,
     op: &R,
-    out: &mut [R::Acc],
+    out: Outputs<'_>,
 ) {
     let width = l.output[0].0;
-    out.par_chunks_mut(width)
-        .enumerate()
-        .for_each(|(row, out_row)| {
-            let base = l.base + Layout::offset(&l.output[1..], row);
-            out_row
-                .par_chunks_mut(TILE)
-                .enumerate()
-                .for_each(|(t, out_tile)| {
-                    outer_tree(
-                        data,
-                        base + t * TILE,
-                        &l.reduce,
-                        0,
-                        l.num_inputs,
-                        op,
-                        out_tile,
-                    );
-                });
+    par_blocks(out, width, &|first, row_out| {
+        let base = l.base + Layout::offset(&l.output[1..], first / width);
+        par_blocks(row_out, TILE, &|t, mut tile_out| {
+            let mut acc = vec![op.identity(); tile_out.len()];
+            outer_tree(data, base + t, &l.reduce, 0, l.num_inputs, op, &mut acc);
+            tile_out.write(op, &acc);
         });
+    });
 }
 
 /// Pairwise reduction, over reduce indices `lo..hi`, of input rows of

@@ -22,6 +22,29 @@ pub(crate) fn try_vec<T: Clone>(value: T, n: usize) -> Result<Vec<T>> {
     Ok(v)
 }
 
+/// `n` zero words, or [`Error::OutOfMemory`]. The allocator's zeroed
+/// allocation hands large buffers over as fresh pages the kernel zeroes on
+/// first touch, so a result is written once (by whoever fills it) rather
+/// than zeroed first; `try_vec(0, n)` writes every word.
+fn try_zeroed_words(n: usize) -> Result<Vec<u64>> {
+    let oom = || Error::OutOfMemory {
+        bytes: n.saturating_mul(8),
+    };
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let layout = std::alloc::Layout::array::<u64>(n).map_err(|_| oom())?;
+    // SAFETY: the layout has a non-zero size (n > 0).
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) } as *mut u64;
+    if ptr.is_null() {
+        return Err(oom());
+    }
+    // SAFETY: `ptr` comes from the global allocator with the layout of `n`
+    // u64s (what `Vec<u64>` frees with for capacity `n`), and all-zero bytes
+    // are `n` valid u64s.
+    Ok(unsafe { Vec::from_raw_parts(ptr, n, n) })
+}
+
 /// An empty `Vec` with room for `n` elements, or [`Error::OutOfMemory`].
 pub(crate) fn try_with_capacity<T>(n: usize) -> Result<Vec<T>> {
     let mut v = Vec::new();
@@ -50,7 +73,7 @@ impl CpuStorage {
     pub(crate) fn zeroed(dtype: DType, len: usize) -> Result<Self> {
         let bytes = byte_len(dtype, len)?;
         Ok(CpuStorage {
-            words: try_vec(0u64, bytes.div_ceil(8))?,
+            words: try_zeroed_words(bytes.div_ceil(8))?,
             len,
             dtype,
         })
@@ -68,6 +91,17 @@ impl CpuStorage {
                 self.len * self.dtype.size_in_bytes(),
             )
         }
+    }
+
+    pub(crate) fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    pub(crate) fn as_mut_bytes(&mut self) -> &mut [u8] {
+        let len = self.len * self.dtype.size_in_bytes();
+        // SAFETY: u64 words reinterpreted as bytes; the length is within the
+        // allocation, and `&mut self` gives exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr() as *mut u8, len) }
     }
 
     pub(crate) fn as_slice<T: Element>(&self) -> &[T] {
@@ -104,9 +138,7 @@ impl CpuStorage {
             });
         }
         let mut s = Self::zeroed(dtype, bytes.len() / size)?;
-        // SAFETY: same allocation reinterpreted as bytes, length checked above.
-        let dst =
-            unsafe { std::slice::from_raw_parts_mut(s.words.as_mut_ptr() as *mut u8, bytes.len()) };
+        let dst = s.as_mut_bytes();
         dst.copy_from_slice(bytes);
         if dtype == DType::Bool && dst.iter().any(|&b| b > 1) {
             return Err(Error::Cuda {

@@ -1,0 +1,168 @@
+//! The result storage the reduction trees write into.
+//!
+//! Each block of outputs is reduced into a small buffer of accumulators,
+//! then projected (torch's `project`) and cast straight into the result.
+//! No output-sized buffer of accumulators exists: with millions of short
+//! rows that buffer was a second result-sized allocation, written and read
+//! once more (three times the result's size for Welford's state over an
+//! f32 result), and it cost as much as the reduction itself.
+
+use super::ops::{Compute, Projected, ReduceOps};
+use crate::tensor::storage::CpuStorage;
+use crate::{with_dtype, DType, Element};
+
+/// Outputs projected per pass over the stage buffer: small enough for the
+/// stack (and L1) whatever the accumulator, large enough that the dtype
+/// dispatch of each pass is negligible.
+pub(super) const STAGE: usize = 256;
+
+/// A run of consecutive elements of one result, as bytes of its dtype.
+struct Column<'a> {
+    bytes: &'a mut [u8],
+    dtype: DType,
+}
+
+impl<'a> Column<'a> {
+    fn split_at(self, mid: usize) -> (Column<'a>, Column<'a>) {
+        let (a, b) = self.bytes.split_at_mut(mid * self.dtype.size_in_bytes());
+        let dtype = self.dtype;
+        (Column { bytes: a, dtype }, Column { bytes: b, dtype })
+    }
+
+    fn typed<O: Element>(&mut self) -> &mut [O] {
+        assert_eq!(O::DTYPE, self.dtype, "internal: output access by dtype");
+        let (ptr, len) = (self.bytes.as_mut_ptr(), self.bytes.len());
+        assert!(
+            ptr as usize % std::mem::align_of::<O>() == 0 && len % std::mem::size_of::<O>() == 0,
+            "internal: output runs split at element boundaries"
+        );
+        // SAFETY: the bytes are an aligned run of whole elements of `O`
+        // (checked above; storage is 8-byte aligned and only ever split at
+        // element boundaries), they hold valid values of `O` (all-zero
+        // storage or values written as `O`), and `&mut self` is exclusive.
+        unsafe { std::slice::from_raw_parts_mut(ptr as *mut O, len / std::mem::size_of::<O>()) }
+    }
+
+    /// Projects `accs` and writes them as this run's elements.
+    fn write<W: Compute, R: ReduceOps<W>>(&mut self, op: &R, accs: &[R::Acc], second: bool) {
+        with_dtype!(self.dtype, O => {
+            let out = self.typed::<O>();
+            debug_assert_eq!(out.len(), accs.len());
+            for (o, &a) in out.iter_mut().zip(accs) {
+                let r = op.project(a);
+                *o = if second { r.cast_second::<O>() } else { r.cast::<O>() };
+            }
+        })
+    }
+}
+
+/// A run of consecutive outputs of a reduction: the same elements of its
+/// result and, for the ops with one, of its second result.
+pub(super) struct Outputs<'a> {
+    first: Column<'a>,
+    second: Option<Column<'a>>,
+    len: usize,
+}
+
+impl<'a> Outputs<'a> {
+    /// Every output of `first` (and `second`, which holds as many).
+    pub(super) fn new(first: &'a mut CpuStorage, second: Option<&'a mut CpuStorage>) -> Self {
+        let len = first.len();
+        let column = |s: &'a mut CpuStorage| Column {
+            dtype: s.dtype(),
+            bytes: s.as_mut_bytes(),
+        };
+        Outputs {
+            second: second.map(|s| {
+                assert_eq!(s.len(), len, "internal: both results hold every output");
+                column(s)
+            }),
+            first: column(first),
+            len,
+        }
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The first `mid` outputs and the rest.
+    pub(super) fn split_at(self, mid: usize) -> (Outputs<'a>, Outputs<'a>) {
+        let (f0, f1) = self.first.split_at(mid);
+        let (s0, s1) = match self.second.map(|s| s.split_at(mid)) {
+            Some((a, b)) => (Some(a), Some(b)),
+            None => (None, None),
+        };
+        (
+            Outputs {
+                first: f0,
+                second: s0,
+                len: mid,
+            },
+            Outputs {
+                first: f1,
+                second: s1,
+                len: self.len - mid,
+            },
+        )
+    }
+
+    /// Projects one accumulator per output into both results.
+    pub(super) fn write<W: Compute, R: ReduceOps<W>>(&mut self, op: &R, accs: &[R::Acc]) {
+        assert_eq!(accs.len(), self.len, "internal: one accumulator per output");
+        self.first.write(op, accs, false);
+        if let Some(s) = &mut self.second {
+            s.write(op, accs, true);
+        }
+    }
+
+    /// Fills these outputs a [`STAGE`] at a time: `fill(k, accs)` sets
+    /// `accs` to the accumulators of outputs `k..k + accs.len()` (counted
+    /// from the start of this run), which are then written.
+    pub(super) fn fill_staged<W: Compute, R: ReduceOps<W>>(
+        self,
+        op: &R,
+        mut fill: impl FnMut(usize, &mut [R::Acc]),
+    ) {
+        let mut stage = [op.identity(); STAGE];
+        let mut rest = self;
+        let mut done = 0;
+        while rest.len() > 0 {
+            let m = rest.len().min(STAGE);
+            let (mut head, tail) = rest.split_at(m);
+            fill(done, &mut stage[..m]);
+            head.write(op, &stage[..m]);
+            rest = tail;
+            done += m;
+        }
+    }
+}
+
+/// Calls `f(k, block)` for consecutive blocks of `block` outputs (the last
+/// may be shorter), `k` being the block's first output counted from the
+/// start of `out`, in parallel: halves are split at block boundaries, so
+/// which thread computes a block never changes what it computes.
+pub(super) fn par_blocks<'a>(
+    out: Outputs<'a>,
+    block: usize,
+    f: &(impl Fn(usize, Outputs<'_>) + Sync),
+) {
+    fn go<'a>(
+        out: Outputs<'a>,
+        start: usize,
+        block: usize,
+        f: &(impl Fn(usize, Outputs<'_>) + Sync),
+    ) {
+        let blocks = out.len().div_ceil(block);
+        if blocks <= 1 {
+            if out.len() > 0 {
+                f(start, out);
+            }
+            return;
+        }
+        let mid = blocks / 2 * block;
+        let (a, b) = out.split_at(mid);
+        rayon::join(|| go(a, start, block, f), || go(b, start + mid, block, f));
+    }
+    go(out, 0, block.max(1), f)
+}
