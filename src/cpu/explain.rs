@@ -26,6 +26,14 @@ pub enum CpuStrategy {
         /// Whether each output's slice is one contiguous run (a row sum).
         contiguous_rows: bool,
     },
+    /// One input per output (nothing but size-1 dims reduced), along one
+    /// output dim: each task casts a block of inputs through the functor.
+    SingleInputs {
+        /// Elements from one output's input to the next's (0: a broadcast).
+        input_stride: usize,
+        /// Outputs one parallel task computes.
+        outputs_per_block: usize,
+    },
     /// Short rows: each output reduces one contiguous row of at most a
     /// leaf, rows one output stride apart; a task folds a block of rows in
     /// one loop, each row as one leaf (16-bit rows converted a block of
@@ -96,6 +104,11 @@ impl CpuPlan {
         let outputs_per_block = (PARALLEL_GRAIN / inputs_per_output.max(1)).max(1);
         let strategy = if iter.numel() == 0 {
             CpuStrategy::Empty
+        } else if let Some(input_stride) = layout.single_inputs() {
+            CpuStrategy::SingleInputs {
+                input_stride,
+                outputs_per_block,
+            }
         } else if let Some((row_len, row_stride)) = layout.short_rows() {
             CpuStrategy::ShortRows {
                 row_len,
@@ -170,6 +183,13 @@ impl fmt::Display for CpuPlan {
                     2 * self.parallel_grain
                 )
             }
+            CpuStrategy::SingleInputs {
+                input_stride,
+                outputs_per_block,
+            } => writeln!(
+                f,
+                "  strategy: one input per output, {input_stride} apart; each task passes {outputs_per_block} inputs through the functor"
+            ),
             CpuStrategy::ShortRows {
                 row_len,
                 row_stride,
@@ -304,6 +324,16 @@ mod tests {
         assert!(short
             .to_string()
             .contains("short rows of 3 contiguous elements, 3 apart"));
+        // Only a size-1 dim reduced: one input per output.
+        let single = plan(&[1000, 1], &[1], false);
+        assert_eq!(
+            single.strategy,
+            CpuStrategy::SingleInputs {
+                input_stride: 1,
+                outputs_per_block: PARALLEL_GRAIN
+            }
+        );
+        assert!(single.to_string().contains("one input per output, 1 apart"));
         let empty = plan(&[0, 3], &[0], false);
         assert_eq!(empty.strategy, CpuStrategy::Empty);
         let text = cols.to_string();

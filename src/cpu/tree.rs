@@ -100,6 +100,16 @@ impl Layout {
         }
     }
 
+    /// The output dim's input stride when each output has exactly one
+    /// input (nothing, or only size-1 dims, reduced) along one output dim:
+    /// a cast-copy through the functor.
+    pub(super) fn single_inputs(&self) -> Option<usize> {
+        match (self.reduce.as_slice(), self.output.as_slice()) {
+            ([], [(_, stride)]) => Some(*stride),
+            _ => None,
+        }
+    }
+
     /// Column tiles apply when the fastest output dim is contiguous in the
     /// input while the fastest reduced dim is not.
     pub(super) fn is_outer(&self) -> bool {
@@ -136,6 +146,28 @@ fn reduce_inner<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     out: Outputs<'_>,
 ) {
     let grain = (PARALLEL_GRAIN / l.num_inputs.max(1)).max(1);
+    if let Some(stride) = l.single_inputs() {
+        // The general loop's one-element case, with neither a cursor nor a
+        // match per output, so that it vectorises.
+        par_blocks(out, grain, &|first, out| {
+            out.fill_staged(op, |k, accs| {
+                let start = l.base + (first + k) * stride;
+                let fold = |x: T| op.reduce(op.identity(), x.widen(), 0);
+                if stride == 1 {
+                    let x = &data[start..start + accs.len()];
+                    for (o, &v) in accs.iter_mut().zip(x) {
+                        *o = fold(v);
+                    }
+                } else {
+                    // Any stride, 0 (a broadcast) included.
+                    for (i, o) in accs.iter_mut().enumerate() {
+                        *o = fold(data[start + i * stride]);
+                    }
+                }
+            })
+        });
+        return;
+    }
     if let Some((n, stride)) = l.short_rows() {
         // Rows of at most one leaf, one output dim apart: each stage of a
         // block folds its rows in one loop (the same lanes and combine
