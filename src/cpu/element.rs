@@ -3,7 +3,6 @@
 
 use super::ops::{Compute, ReduceOps};
 use crate::{bf16, f16, Element};
-use half::slice::HalfFloatSliceExt;
 
 /// Elements at most this many are converted per block on the stack.
 const BLOCK: usize = 1024;
@@ -224,8 +223,7 @@ macro_rules! half_blocks {
     };
 }
 
-half_blocks!(f16, |src: &[f16], dst: &mut [f32]| src
-    .convert_to_f32_slice(dst));
+half_blocks!(f16, super::simd::f16_to_f32);
 
 /// bf16 to f32 as a 16-bit shift: exact for every value (NaN and Inf
 /// included) and vectorisable, unlike `half`'s element-wise routine, which

@@ -13,6 +13,7 @@ mod index_ops;
 mod norm_ops;
 mod ops;
 mod outputs;
+mod simd;
 mod tree;
 mod welford;
 
