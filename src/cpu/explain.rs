@@ -229,7 +229,7 @@ impl Tensor {
     /// let rows = x.explain_cpu(ReduceOp::Sum, &[1], false)?;
     /// assert!(matches!(rows.strategy, CpuStrategy::Inner { contiguous_rows: true, .. }));
     /// let columns = x.explain_cpu(ReduceOp::AMax, &[0], false)?;
-    /// assert!(matches!(columns.strategy, CpuStrategy::Outer { tile: 1024, tiles_per_row: 4, .. }));
+    /// assert!(matches!(columns.strategy, CpuStrategy::Outer { tile: 4096, tiles_per_row: 1, .. }));
     /// println!("{columns}");
     /// # Ok::<(), tensor_reduce::Error>(())
     /// ```
@@ -266,12 +266,12 @@ mod tests {
                 contiguous_rows: true
             }
         );
-        let cols = plan(&[64, 4096], &[0], false);
+        let cols = plan(&[64, 40000], &[0], false);
         assert_eq!(
             cols.strategy,
             CpuStrategy::Outer {
-                tile: 1024,
-                tiles_per_row: 4,
+                tile: 16384,
+                tiles_per_row: 3,
                 rows: 1,
                 leaf_rows: 128
             }
@@ -338,7 +338,7 @@ mod tests {
         assert_eq!(empty.strategy, CpuStrategy::Empty);
         let text = cols.to_string();
         assert!(
-            text.contains("outer column tiles of 1024 outputs (4 per row x 1 rows)"),
+            text.contains("outer column tiles of 16384 outputs (3 per row x 1 rows)"),
             "{text}"
         );
     }

@@ -23,11 +23,14 @@ use crate::iter::TensorIterator;
 
 /// Elements summed sequentially (over 8 lanes) at the bottom of the pairwise tree.
 pub(super) const LEAF: usize = 1024;
-/// Outputs one column tile accumulates: 4 KiB of f32 accumulators, so each
-/// input row of a tile is a page-sized contiguous read. Narrower tiles walk
-/// the input in short pieces one row stride apart, and each piece then costs
-/// a TLB miss and a prefetcher restart (64 outputs made outer_8k_8k 3x slower).
-pub(super) const TILE: usize = 1024;
+/// Outputs one column tile accumulates: 64 KiB of f32 accumulators, so
+/// each input row of a tile is a long contiguous read. Narrower tiles walk
+/// the input in short pieces one row stride apart, and each piece costs a
+/// TLB miss and a prefetcher restart: on the 2-core machine 16384 against
+/// 1024 outputs made sums over 2, 16 and 256 rows 1.1-1.5x faster, f64
+/// columns 1.4x and var's columns 1.5-2x (64 against 1024 had made
+/// outer_8k_8k 3x slower before).
+pub(super) const TILE: usize = 16384;
 /// Rows a column tile adds sequentially at the bottom of its pairwise tree.
 pub(super) const OUTER_LEAF_ROWS: usize = 128;
 /// Work (elements) below which a subtree is not split across threads.
@@ -406,6 +409,21 @@ mod tests {
     fn value(i: usize) -> f32 {
         // Values of mixed magnitude, so that the association shows in the bits.
         ((i * 7919) % 1013) as f32 * 0.37 - 150.0 + if i % 11 == 0 { 1e6 } else { 0.0 }
+    }
+
+    #[test]
+    fn column_tiles_cover_rows_wider_than_a_tile() {
+        // Two full tiles and a ragged one per output row, over rows that
+        // are whole (dim 1) and broken by a sliced dim 0 (several output
+        // rows): small integers, so every sum is exact.
+        let (a, b, w) = (3, 5, 2 * TILE + 5);
+        let v: Vec<f32> = (0..a * b * w).map(|i| (i % 13) as f32).collect();
+        let x = crate::Tensor::from_vec(v.clone(), &[a, b, w]).unwrap();
+        let got = x.sum(&[1], false).unwrap().to_vec::<f32>().unwrap();
+        let want: Vec<f32> = (0..a * w)
+            .map(|o| (0..b).map(|k| v[(o / w) * b * w + k * w + o % w]).sum())
+            .collect();
+        assert_eq!(got, want);
     }
 
     #[test]
