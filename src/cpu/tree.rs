@@ -16,7 +16,7 @@
 //! decides which thread computes which subtree), and f32 rounding error of a
 //! sum grows like `log n` rather than `n`.
 
-use super::element::{combine_lanes, CpuElement};
+use super::element::{combine_lanes, CpuElement, ROWS_PER_PASS};
 use super::ops::{Compute, ReduceOps};
 use super::outputs::{par_blocks, Outputs};
 use crate::iter::TensorIterator;
@@ -336,9 +336,17 @@ fn outer_tree<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     let w = acc.len();
     if hi - lo <= OUTER_LEAF_ROWS {
         acc.fill(op.identity());
-        for k in lo..hi {
-            let row = start + Layout::offset(dims, k);
-            T::accumulate_row(&data[row..row + w], k, op, acc);
+        let row = |k| {
+            let at = start + Layout::offset(dims, k);
+            &data[at..at + w]
+        };
+        let mut k = lo;
+        while k + ROWS_PER_PASS <= hi {
+            T::accumulate_rows(std::array::from_fn(|r| row(k + r)), k, op, acc);
+            k += ROWS_PER_PASS;
+        }
+        for k in k..hi {
+            T::accumulate_row(row(k), k, op, acc);
         }
         return;
     }
