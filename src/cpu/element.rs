@@ -107,14 +107,16 @@ fn fold_rows_into<T: Copy, W: Compute, R: ReduceOps<W>>(
     acc: &mut [R::Acc],
     conv: impl Fn(T) -> W,
 ) {
-    let w = acc.len();
-    let rows = rows.map(|x| &x[..w]);
-    for (j, a) in acc.iter_mut().enumerate() {
-        let mut v = *a;
-        for (r, x) in rows.iter().enumerate() {
-            v = op.reduce(v, conv(x[j]), first + r);
-        }
-        *a = v;
+    // Zipped iterators, not indexing, so that the loop has no bounds
+    // checks and vectorises (indexing ran narrow tiles 2x slower than a
+    // row per pass).
+    let [x0, x1, x2, x3] = rows;
+    let rows = x0.iter().zip(x1).zip(x2).zip(x3);
+    for (a, (((&v0, &v1), &v2), &v3)) in acc.iter_mut().zip(rows) {
+        let mut v = op.reduce(*a, conv(v0), first);
+        v = op.reduce(v, conv(v1), first + 1);
+        v = op.reduce(v, conv(v2), first + 2);
+        *a = op.reduce(v, conv(v3), first + 3);
     }
 }
 
