@@ -8,6 +8,7 @@
 //! f32 result), and it cost as much as the reduction itself.
 
 use super::ops::{Compute, Projected, ReduceOps};
+use super::tree::maybe_join;
 use crate::tensor::storage::CpuStorage;
 use crate::{with_dtype, DType, Element};
 
@@ -140,17 +141,22 @@ impl<'a> Outputs<'a> {
 
 /// Calls `f(k, block)` for consecutive blocks of `block` outputs (the last
 /// may be shorter), `k` being the block's first output counted from the
-/// start of `out`, in parallel: halves are split at block boundaries, so
-/// which thread computes a block never changes what it computes.
+/// start of `out`. Halves are split at block boundaries and run in parallel
+/// when they hold enough work (`inputs_per_output` each) to pay for it, so
+/// which thread computes a block never changes what it computes, and a
+/// small reduction never leaves the calling thread (handing work to the
+/// pool and waiting for it costs about 10 µs).
 pub(super) fn par_blocks<'a>(
     out: Outputs<'a>,
     block: usize,
+    inputs_per_output: usize,
     f: &(impl Fn(usize, Outputs<'_>) + Sync),
 ) {
     fn go<'a>(
         out: Outputs<'a>,
         start: usize,
         block: usize,
+        inputs_per_output: usize,
         f: &(impl Fn(usize, Outputs<'_>) + Sync),
     ) {
         let blocks = out.len().div_ceil(block);
@@ -161,8 +167,13 @@ pub(super) fn par_blocks<'a>(
             return;
         }
         let mid = blocks / 2 * block;
+        let work = out.len().saturating_mul(inputs_per_output.max(1));
         let (a, b) = out.split_at(mid);
-        rayon::join(|| go(a, start, block, f), || go(b, start + mid, block, f));
+        maybe_join(
+            work,
+            || go(a, start, block, inputs_per_output, f),
+            || go(b, start + mid, block, inputs_per_output, f),
+        );
     }
-    go(out, 0, block.max(1), f)
+    go(out, 0, block.max(1), inputs_per_output, f)
 }

@@ -155,7 +155,7 @@ fn reduce_inner<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     if let Some(stride) = l.single_inputs() {
         // The general loop's one-element case, with neither a cursor nor a
         // match per output, so that it vectorises.
-        par_blocks(out, grain, &|first, out| {
+        par_blocks(out, grain, l.num_inputs, &|first, out| {
             out.fill_staged(op, |k, accs| {
                 let start = l.base + (first + k) * stride;
                 let fold = |x: T| op.reduce(op.identity(), x.widen(), 0);
@@ -179,7 +179,7 @@ fn reduce_inner<T: CpuElement, W: Compute, R: ReduceOps<W>>(
         // block folds its rows in one loop (the same lanes and combine
         // order as the leaf below, so the same bits), without a call, a
         // cursor or a 16-bit conversion per row.
-        par_blocks(out, grain, &|first, out| {
+        par_blocks(out, grain, l.num_inputs, &|first, out| {
             out.fill_staged(op, |k, accs| {
                 let start = l.base + (first + k) * stride;
                 let span = (accs.len() - 1) * stride + n;
@@ -191,7 +191,7 @@ fn reduce_inner<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     // Outputs in blocks of `grain`, each block walking its outputs with a
     // running offset: with many short rows, a division per output dim per
     // output would cost more than the row itself.
-    par_blocks(out, grain, &|first, out| {
+    par_blocks(out, grain, l.num_inputs, &|first, out| {
         let mut cursor = Cursor::new(&l.output, first);
         out.fill_staged(op, |_, accs| {
             for o in accs {
@@ -315,9 +315,9 @@ fn reduce_outer<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     out: Outputs<'_>,
 ) {
     let width = l.output[0].0;
-    par_blocks(out, width, &|first, row_out| {
+    par_blocks(out, width, l.num_inputs, &|first, row_out| {
         let base = l.base + Layout::offset(&l.output[1..], first / width);
-        par_blocks(row_out, TILE, &|t, mut tile_out| {
+        par_blocks(row_out, TILE, l.num_inputs, &|t, mut tile_out| {
             let mut acc = vec![op.identity(); tile_out.len()];
             outer_tree(data, base + t, &l.reduce, 0, l.num_inputs, op, &mut acc);
             tile_out.write(op, &acc);
@@ -379,7 +379,7 @@ fn split_point(n: usize) -> usize {
 
 /// Runs two subtrees, in parallel when they are big enough to pay for it.
 /// The association (and so the result) is the same either way.
-fn maybe_join<R: Send>(
+pub(super) fn maybe_join<R: Send>(
     work: usize,
     a: impl FnOnce() -> R + Send,
     b: impl FnOnce() -> R + Send,
