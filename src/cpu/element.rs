@@ -95,8 +95,9 @@ pub(crate) trait CpuElement: Element {
 }
 
 /// Input rows a column leaf folds per pass over its accumulators. Each pass
-/// loads and stores every accumulator once; with a few rows per pass that
-/// traffic, not the input, stopped being what limits sums over few rows.
+/// loads and stores every accumulator once; with one row per pass that
+/// traffic, not the input, limited wide tiles over few rows. (The pass
+/// loop below destructures exactly this many rows.)
 pub(super) const ROWS_PER_PASS: usize = 4;
 
 #[inline(always)]

@@ -428,9 +428,9 @@ mod tests {
 
     #[test]
     fn column_tiles_cover_rows_wider_than_a_tile() {
-        // Two full tiles and a ragged one per output row, over rows that
-        // are whole (dim 1) and broken by a sliced dim 0 (several output
-        // rows): small integers, so every sum is exact.
+        // Two full tiles and a ragged one in each of three output rows
+        // (dim 0), over five reduced rows (one pass of four and one more):
+        // small integers, so every sum is exact.
         let (a, b, w) = (3, 5, 2 * TILE + 5);
         let v: Vec<f32> = (0..a * b * w).map(|i| (i % 13) as f32).collect();
         let x = crate::Tensor::from_vec(v.clone(), &[a, b, w]).unwrap();
