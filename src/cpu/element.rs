@@ -265,10 +265,9 @@ macro_rules! half_blocks {
                 acc: &mut [R::Acc],
             ) {
                 // Each row a block at a time into its own f32 buffer.
-                const B: usize = BLOCK;
-                let mut buf = [[0f32; B]; ROWS_PER_PASS];
-                for (c, acc) in acc.chunks_mut(B).enumerate() {
-                    let (lo, n) = (c * B, acc.len());
+                let mut buf = [[0f32; BLOCK]; ROWS_PER_PASS];
+                for (c, acc) in acc.chunks_mut(BLOCK).enumerate() {
+                    let (lo, n) = (c * BLOCK, acc.len());
                     for (b, x) in buf.iter_mut().zip(&rows) {
                         $convert(&x[lo..lo + n], &mut b[..n]);
                     }

@@ -15,7 +15,7 @@ use crate::{with_dtype, DType, Element};
 /// Outputs projected per pass over the stage buffer: small enough for the
 /// stack (and L1) whatever the accumulator, large enough that the dtype
 /// dispatch of each pass is negligible.
-pub(super) const STAGE: usize = 256;
+const STAGE: usize = 256;
 
 /// A run of consecutive elements of one result, as bytes of its dtype.
 struct Column<'a> {
@@ -25,7 +25,11 @@ struct Column<'a> {
 
 impl<'a> Column<'a> {
     fn split_at(self, mid: usize) -> (Column<'a>, Column<'a>) {
-        let (a, b) = self.bytes.split_at_mut(mid * self.dtype.size_in_bytes());
+        let at = mid
+            .checked_mul(self.dtype.size_in_bytes())
+            .filter(|&at| at <= self.bytes.len())
+            .expect("internal: outputs split within their run");
+        let (a, b) = self.bytes.split_at_mut(at);
         let dtype = self.dtype;
         (Column { bytes: a, dtype }, Column { bytes: b, dtype })
     }

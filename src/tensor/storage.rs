@@ -83,14 +83,15 @@ impl CpuStorage {
         self.len
     }
 
+    /// Bytes the elements take: checked by `zeroed` when the storage was
+    /// made, so this cannot fail.
+    fn byte_count(&self) -> usize {
+        byte_len(self.dtype, self.len).expect("internal: checked when the storage was made")
+    }
+
     pub(crate) fn as_bytes(&self) -> &[u8] {
         // SAFETY: u64 words reinterpreted as bytes; the length is within the allocation.
-        unsafe {
-            std::slice::from_raw_parts(
-                self.words.as_ptr() as *const u8,
-                self.len * self.dtype.size_in_bytes(),
-            )
-        }
+        unsafe { std::slice::from_raw_parts(self.words.as_ptr() as *const u8, self.byte_count()) }
     }
 
     pub(crate) fn dtype(&self) -> DType {
@@ -98,7 +99,7 @@ impl CpuStorage {
     }
 
     pub(crate) fn as_mut_bytes(&mut self) -> &mut [u8] {
-        let len = self.len * self.dtype.size_in_bytes();
+        let len = self.byte_count();
         // SAFETY: u64 words reinterpreted as bytes; the length is within the
         // allocation, and `&mut self` gives exclusive access.
         unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr() as *mut u8, len) }
