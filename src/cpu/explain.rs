@@ -6,7 +6,7 @@
 //! count, and asks the trees' own `Layout` which loop shape runs, so the
 //! explanation cannot drift from the backend.
 
-use super::tree::{Layout, LEAF, OUTER_LEAF_ROWS, PARALLEL_GRAIN, TILE};
+use super::tree::{tile_width, Layout, LEAF, OUTER_LEAF_ROWS, PARALLEL_GRAIN};
 use crate::iter::TensorIterator;
 use crate::reduce::{ReduceDims, ReduceOp, Signature};
 use crate::{Result, Tensor};
@@ -117,10 +117,12 @@ impl CpuPlan {
             }
         } else if layout.is_outer() {
             let width = output_dims[0].0;
+            let rows = num_outputs / width;
+            let tile = tile_width(width, rows, threads);
             CpuStrategy::Outer {
-                tile: TILE.min(width),
-                tiles_per_row: width.div_ceil(TILE),
-                rows: num_outputs / width,
+                tile,
+                tiles_per_row: width.div_ceil(tile),
+                rows,
                 leaf_rows: OUTER_LEAF_ROWS,
             }
         } else {
@@ -228,8 +230,9 @@ impl Tensor {
     /// let x = Tensor::zeros(&[64, 4096], DType::F32, Device::Cpu)?;
     /// let rows = x.explain_cpu(ReduceOp::Sum, &[1], false)?;
     /// assert!(matches!(rows.strategy, CpuStrategy::Inner { contiguous_rows: true, .. }));
-    /// let columns = x.explain_cpu(ReduceOp::AMax, &[0], false)?;
-    /// assert!(matches!(columns.strategy, CpuStrategy::Outer { tile: 4096, tiles_per_row: 1, .. }));
+    /// let y = Tensor::zeros(&[64, 1000], DType::F32, Device::Cpu)?;
+    /// let columns = y.explain_cpu(ReduceOp::AMax, &[0], false)?;
+    /// assert!(matches!(columns.strategy, CpuStrategy::Outer { tile: 1000, tiles_per_row: 1, .. }));
     /// println!("{columns}");
     /// # Ok::<(), tensor_reduce::Error>(())
     /// ```
@@ -251,7 +254,13 @@ mod tests {
         if transpose {
             x = x.t().unwrap();
         }
-        x.explain_cpu(ReduceOp::Sum, dims, false).unwrap()
+        // One thread, so that the column tiles are TILE wide wherever the
+        // tests run.
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap()
+            .install(|| x.explain_cpu(ReduceOp::Sum, dims, false).unwrap())
     }
 
     #[test]

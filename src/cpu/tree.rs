@@ -31,6 +31,8 @@ pub(super) const LEAF: usize = 1024;
 /// columns 1.4x and var's columns 1.5-2x (64 against 1024 had made
 /// outer_8k_8k 3x slower before).
 pub(super) const TILE: usize = 16384;
+/// The narrowest column tile [`tile_width`] makes.
+pub(super) const MIN_TILE: usize = 1024;
 /// Accumulator bytes a column tile keeps in L1 (about the smallest L1 data
 /// cache of current x86-64 and aarch64 cores).
 pub(super) const L1_ACCUMULATOR_BYTES: usize = 32 << 10;
@@ -308,6 +310,21 @@ fn inner_tree<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     op.combine(a, b)
 }
 
+/// Outputs per column tile, for `rows` rows of `width` contiguous outputs
+/// on `threads` threads: [`TILE`], or narrower (down to [`MIN_TILE`]) where
+/// TILE-wide tiles would leave threads without one. On the 16-core host,
+/// f64 columns of 128 rows over 131072 outputs made 8 tiles for 16
+/// threads and ran at a third of the read. A tile's width never changes a
+/// result: every output folds its rows in the same order in any tile.
+pub(super) fn tile_width(width: usize, rows: usize, threads: usize) -> usize {
+    let tiles_per_row = threads.div_ceil(rows.max(1)).max(1);
+    width
+        .div_ceil(tiles_per_row)
+        .next_multiple_of(64)
+        .clamp(MIN_TILE, TILE)
+        .min(width)
+}
+
 fn reduce_outer<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     data: &[T],
     l: &Layout,
@@ -315,9 +332,10 @@ fn reduce_outer<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     out: Outputs<'_>,
 ) {
     let width = l.output[0].0;
+    let tile = tile_width(width, l.num_outputs / width, rayon::current_num_threads());
     par_blocks(out, width, l.num_inputs, &|first, row_out| {
         let base = l.base + Layout::offset(&l.output[1..], first / width);
-        par_blocks(row_out, TILE, l.num_inputs, &|t, mut tile_out| {
+        par_blocks(row_out, tile, l.num_inputs, &|t, mut tile_out| {
             let mut acc = vec![op.identity(); tile_out.len()];
             outer_tree(data, base + t, &l.reduce, 0, l.num_inputs, op, &mut acc);
             tile_out.write(op, &acc);
@@ -397,6 +415,19 @@ mod tests {
     use super::super::ops::SumOps;
     use super::*;
     use crate::{bf16, f16};
+
+    #[test]
+    fn column_tiles_narrow_until_every_thread_has_one() {
+        assert_eq!(tile_width(1 << 20, 1, 16), TILE);
+        assert_eq!(tile_width(131072, 1, 16), 8192);
+        assert_eq!(tile_width(65536, 1, 16), 4096);
+        assert_eq!(tile_width(40000, 1, 1), TILE);
+        // Enough output rows for every thread: full tiles.
+        assert_eq!(tile_width(20000, 64, 16), TILE);
+        assert_eq!(tile_width(20000, 4, 16), 5056);
+        assert_eq!(tile_width(3000, 1, 16), MIN_TILE);
+        assert_eq!(tile_width(500, 1, 16), 500);
+    }
 
     /// The short-rows loop against a row at a time through the tree, bit
     /// for bit: rows end to end and with gaps, lengths around the 8 lanes
