@@ -23,7 +23,7 @@ use crate::iter::TensorIterator;
 
 /// Elements summed sequentially (over 8 lanes) at the bottom of the pairwise tree.
 pub(super) const LEAF: usize = 1024;
-/// Outputs one column tile accumulates: 64 KiB of f32 accumulators, so
+/// Outputs a column tile accumulates at most: 64 KiB of f32 accumulators, so
 /// each input row of a tile is a long contiguous read. Narrower tiles walk
 /// the input in short pieces one row stride apart, and each piece costs a
 /// TLB miss and a prefetcher restart: on the 2-core machine 16384 against
@@ -320,6 +320,7 @@ pub(super) fn tile_width(width: usize, rows: usize, threads: usize) -> usize {
     let tiles_per_row = threads.div_ceil(rows.max(1)).max(1);
     width
         .div_ceil(tiles_per_row)
+        .min(TILE)
         .next_multiple_of(64)
         .clamp(MIN_TILE, TILE)
         .min(width)
