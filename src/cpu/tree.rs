@@ -322,7 +322,7 @@ pub(super) fn tile_width(width: usize, rows: usize, threads: usize) -> usize {
         .div_ceil(tiles_per_row)
         .min(TILE)
         .next_multiple_of(64)
-        .clamp(MIN_TILE, TILE)
+        .max(MIN_TILE)
         .min(width)
 }
 
