@@ -3,8 +3,18 @@
 //! aarch64 targets, and a CPU without the feature takes the portable path,
 //! with the same results bit for bit (each conversion here is exact).
 
+use super::element::accumulate_lanes_by8;
+use super::ops::{Compute, ReduceOps};
 use crate::f16;
 use half::slice::HalfFloatSliceExt;
+
+/// Whether the CPU converts f16 in hardware (F16C and the AVX it needs).
+/// The detection is cached by std, so this is a load and a test.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(super) fn has_f16c() -> bool {
+    std::arch::is_x86_feature_detected!("f16c") && std::arch::is_x86_feature_detected!("avx")
+}
 
 /// Converts `src` to f32 into `dst` (of the same length).
 ///
@@ -16,7 +26,7 @@ use half::slice::HalfFloatSliceExt;
 pub(super) fn f16_to_f32(src: &[f16], dst: &mut [f32]) {
     assert_eq!(src.len(), dst.len(), "internal: conversion lengths");
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("f16c") && std::arch::is_x86_feature_detected!("avx") {
+    if has_f16c() {
         // SAFETY: both features the function enables were detected.
         unsafe { f16_to_f32_f16c(src, dst) };
         return;
@@ -40,6 +50,64 @@ fn f16_to_f32_f16c(src: &[f16], dst: &mut [f32]) {
     }
     for (a, b) in s.remainder().iter().zip(d.into_remainder()) {
         *b = a.to_f32();
+    }
+}
+
+/// Widens 8 f16 to f32 with one `vcvtph2ps`.
+///
+/// # Safety
+/// The CPU must have AVX and F16C ([`has_f16c`]).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx,f16c")]
+#[inline]
+unsafe fn f16x8_to_f32_f16c(c: &[f16; 8]) -> [f32; 8] {
+    use std::arch::x86_64::{__m128i, _mm256_cvtph_ps, _mm_loadu_si128};
+    // `c` is 16 readable bytes, loaded unaligned.
+    let h = _mm_loadu_si128(c.as_ptr() as *const __m128i);
+    std::mem::transmute(_mm256_cvtph_ps(h))
+}
+
+/// The f16 lane loop ([`super::CpuElement::accumulate_contiguous`]) with
+/// each 8 elements widened in registers.
+///
+/// # Safety
+/// The CPU must have AVX and F16C ([`has_f16c`]).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx,f16c")]
+pub(super) unsafe fn accumulate_lanes_f16c<W: Compute, R: ReduceOps<W>>(
+    x: &[f16],
+    first: usize,
+    op: &R,
+    lanes: &mut [R::Acc; 8],
+) {
+    // SAFETY (of the conversion): this function's features are the ones
+    // it needs.
+    accumulate_lanes_by8(
+        x,
+        first,
+        op,
+        lanes,
+        |c| unsafe { f16x8_to_f32_f16c(c) },
+        f16::to_f32,
+    );
+}
+
+/// Widens 8 bf16 to f32 with two SSE2 unpacks (each bf16 becomes the top
+/// half of its f32): the same bits as `bf16_to_f32` element by element,
+/// which the compiler vectorised with shuffles and two lanes a register.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(super) fn bf16x8_to_f32(c: &[crate::bf16; 8]) -> [f32; 8] {
+    use std::arch::x86_64::*;
+    // SAFETY: SSE2 is part of the x86-64 baseline; `c` is 16 readable
+    // bytes, loaded unaligned.
+    unsafe {
+        let h = _mm_loadu_si128(c.as_ptr() as *const __m128i);
+        let z = _mm_setzero_si128();
+        std::mem::transmute::<[__m128i; 2], [f32; 8]>([
+            _mm_unpacklo_epi16(z, h),
+            _mm_unpackhi_epi16(z, h),
+        ])
     }
 }
 

@@ -259,8 +259,7 @@ fn contiguous_tree<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     op: &R,
 ) -> R::Acc {
     if x.len() <= LEAF {
-        let mut lanes = [op.identity(); 8];
-        T::accumulate_contiguous(x, first, op, &mut lanes);
+        let lanes = leaf_lanes(x, first, op);
         return combine_lanes(op, &lanes);
     }
     let mid = split_point(x.len());
@@ -271,6 +270,22 @@ fn contiguous_tree<T: CpuElement, W: Compute, R: ReduceOps<W>>(
         || contiguous_tree(hi, first + mid, op),
     );
     op.combine(a, b)
+}
+
+/// A leaf's lanes, folded by a function of its own: inlined, the compiler
+/// laid the lanes out in registers for the combine that follows (even and
+/// odd lanes apart) and shuffled them on every step of the loop instead.
+/// Single-threaded on the 2-core machine, the call made bf16 rows 1.25x,
+/// f64 1.2x and i64 1.06x faster, and f32 rows (already in order) 0.92x.
+#[inline(never)]
+fn leaf_lanes<T: CpuElement, W: Compute, R: ReduceOps<W>>(
+    x: &[T],
+    first: usize,
+    op: &R,
+) -> [R::Acc; 8] {
+    let mut lanes = [op.identity(); 8];
+    T::accumulate_contiguous(x, first, op, &mut lanes);
+    lanes
 }
 
 /// Pairwise reduction of reduce indices `lo..hi` of a (possibly multi-dim,
