@@ -237,7 +237,9 @@ struct ReduceOp {
   // `lanes_per_row` lanes of a warp own one contiguous row, each loading one
   // `row_vec_size`-wide vector of it, so a warp covers 32 / lanes_per_row
   // neighbouring rows per load and reads them as one contiguous span when
-  // the rows are. A thread takes `rows_per_thread` rows, one CTA pass
+  // the rows are. (Rows that no vector fits take a lane each and read it
+  // scalar by scalar: a warp's first loads then fetch all of its rows'
+  // sectors, and the rest hit L1.) A thread takes `rows_per_thread` rows, one CTA pass
   // (`step_output` rows) apart, and issues all their loads before reducing
   // any: with a single load per row, loads in flight per thread are what
   // keeps HBM busy. The lanes of a row then combine by shuffles in a fixed
@@ -277,26 +279,38 @@ struct ReduceOp {
       const index_t first_row =
           blockIdx.x * config.step_output * config.rows_per_thread + threadIdx.y * rows_per_warp + group;
 
-      load_t values[kMaxRowsPerThread];
       bool live[kMaxRowsPerThread];
+      arg_t value[kMaxRowsPerThread];
 #pragma unroll
       for (int r = 0; r < kMaxRowsPerThread; r++) {
         const index_t row = first_row + r * config.step_output;
         live[r] = r < (int)config.rows_per_thread && group < rows_per_warp && row < config.num_outputs;
-        if (live[r]) {
-          const char* row_start = reinterpret_cast<const char*>(args.src + args.output_calc.get(row)[1]);
-          values[r] = reinterpret_cast<const load_t*>(row_start)[lane];
-        }
+        value[r] = ident();
       }
 
-      arg_t value[kMaxRowsPerThread];
+      // A lane's vectors of its row, `lanes` vectors apart (one each when a
+      // row is a warp's loads or fewer; a row of its own, read vector by
+      // vector, when no vector fits it): every row's k-th load is issued
+      // before any is reduced.
+      const uint32_t vectors = config.num_inputs / (lanes * W);
+      for (uint32_t k = 0; k < vectors; k++) {
+        const uint32_t vector = k * lanes + lane;
+        load_t values[kMaxRowsPerThread];
 #pragma unroll
-      for (int r = 0; r < kMaxRowsPerThread; r++) {
-        value[r] = ident();
-        if (live[r]) {
+        for (int r = 0; r < kMaxRowsPerThread; r++) {
+          if (live[r]) {
+            const index_t row = first_row + r * config.step_output;
+            const char* row_start = reinterpret_cast<const char*>(args.src + args.output_calc.get(row)[1]);
+            values[r] = reinterpret_cast<const load_t*>(row_start)[vector];
+          }
+        }
 #pragma unroll
-          for (int i = 0; i < W; i++) {
-            value[r] = op.reduce(value[r], values[r].val[i], (int64_t)(lane * W + i));
+        for (int r = 0; r < kMaxRowsPerThread; r++) {
+          if (live[r]) {
+#pragma unroll
+            for (int i = 0; i < W; i++) {
+              value[r] = op.reduce(value[r], values[r].val[i], (int64_t)(vector * W + i));
+            }
           }
         }
       }

@@ -142,8 +142,9 @@ fn short_rows_strategy() {
         return;
     };
     // Row lengths of every lane count up to a warp, whole vectors or not,
-    // enough rows for several per thread, and rows starting off a vector
-    // boundary (a narrowed view).
+    // enough rows for several per thread, rows starting off a vector
+    // boundary (a narrowed view), and short rows no vector fits, which
+    // take a lane each.
     for (dt, shape, narrow) in [
         (DType::F32, [1 << 20, 4], None),
         (DType::F32, [600_000, 7], None),
@@ -155,6 +156,8 @@ fn short_rows_strategy() {
         (DType::I64, [400_000, 5], None),
         (DType::U8, [300_000, 48], None),
         (DType::Bool, [300_000, 3], None),
+        (DType::F64, [300_000, 3], None),
+        (DType::F16, [200_000, 9], Some((1, 7))),
     ] {
         let x = ints(&shape, dt, 3);
         let view = |t: &Tensor| match narrow {

@@ -221,10 +221,14 @@ fn write_short_rows(
     let scalar = plan.signature.input;
     let load_bytes = rows.row_vec_size as usize * scalar.size_in_bytes();
     let rows_per_warp = c.block_width / rows.lanes_per_row;
+    let vectors = rows.vectors_per_lane();
     writeln!(
         f,
-        "  lanes (block.x = {}): {} per row, each loading {} input(s) ({load_bytes} B) of it once; {rows_per_warp} neighbouring row(s) per warp",
-        c.block_width, rows.lanes_per_row, rows.row_vec_size
+        "  lanes (block.x = {}): {} per row, each loading {} input(s) ({load_bytes} B) of it {}; {rows_per_warp} neighbouring row(s) per warp",
+        c.block_width,
+        rows.lanes_per_row,
+        rows.row_vec_size,
+        if vectors == 1 { "once".to_string() } else { format!("{vectors} times") }
     )?;
     writeln!(
         f,
@@ -233,15 +237,29 @@ fn write_short_rows(
     )?;
     writeln!(
         f,
-        "  CTAs: 1 per output (no global reduce); grid.x = {} CTAs; lanes of a row combine by shuffles, no shared memory",
-        launch.grid[0]
+        "  CTAs: 1 per output (no global reduce); grid.x = {} CTAs; {}, no shared memory",
+        launch.grid[0],
+        if rows.lanes_per_row == 1 {
+            "a row is one lane's, no shuffles"
+        } else {
+            "lanes of a row combine by shuffles"
+        }
     )?;
     writeln!(f, "  why:")?;
-    writeln!(
-        f,
-        "    - the only reduced dim is contiguous with {} inputs: {} lanes x {}-input loads, the widest load (of at most 16 B and the op's {} inputs) that divides the row and that every row start is aligned to",
-        rows.row_len, rows.lanes_per_row, rows.row_vec_size, c.input_vec_size
-    )?;
+    if vectors == 1 {
+        writeln!(
+            f,
+            "    - the only reduced dim is contiguous with {} inputs: {} lanes x {}-input loads, the widest load (of at most 16 B and the op's {} inputs) that divides the row and that every row start is aligned to",
+            rows.row_len, rows.lanes_per_row, rows.row_vec_size, c.input_vec_size
+        )?;
+    } else {
+        writeln!(
+            f,
+            "    - the only reduced dim is contiguous with {} inputs that no vector load fits (a length or row start off a vector boundary), and a row is at most {} B: a lane per row, loading it scalar by scalar, keeps a load of each of its rows in flight; the warp's first loads fetch its rows' sectors and the rest hit L1",
+            rows.row_len,
+            super::SCALAR_ROW_MAX_BYTES
+        )?;
+    }
     if let Some(pt) = &launch.pytorch_config {
         let per_load = if pt.vectorize_input {
             pt.input_vec_size

@@ -26,8 +26,8 @@ pub use config::{
     MAX_VALUES_PER_THREAD, MIN_VALUES_PER_THREAD,
 };
 pub use strategy::{
-    choose_strategy, configure, ShortRows, Strategy, SHORT_ROWS_MAX_ROWS_PER_THREAD,
-    SHORT_ROWS_MIN_BLOCKS_PER_SM, SHORT_ROWS_THREADS,
+    choose_strategy, configure, ShortRows, Strategy, SCALAR_ROW_MAX_BYTES,
+    SHORT_ROWS_MAX_ROWS_PER_THREAD, SHORT_ROWS_MIN_BLOCKS_PER_SM, SHORT_ROWS_THREADS,
 };
 
 use crate::iter::TensorIterator;

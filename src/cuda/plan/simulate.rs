@@ -139,9 +139,10 @@ pub fn simulate_launch(
 }
 
 /// `short_rows`' reads: lane `tx % lanes_per_row` of row group
-/// `tx / lanes_per_row` loads `row_vec_size` inputs of each of its
-/// `rows_per_thread` rows, `step_output` rows apart; lane 0 of the group
-/// stores the row. Every load must be aligned to its width.
+/// `tx / lanes_per_row` loads vectors `lane`, `lane + lanes_per_row`, ...
+/// of `row_vec_size` inputs of each of its `rows_per_thread` rows,
+/// `step_output` rows apart; lane 0 of the group stores the row. Every
+/// load must be aligned to its width.
 fn short_rows_reads(
     launch: &LaunchPlan,
     scalar_size: u64,
@@ -172,13 +173,14 @@ fn short_rows_reads(
         ));
     }
     let (lanes, width) = (c.lanes_per_row, u64::from(c.row_vec_size));
-    if lanes * c.row_vec_size != c.num_inputs || lanes > launch.block[0] {
+    if lanes == 0 || c.num_inputs % (lanes * c.row_vec_size) != 0 || lanes > launch.block[0] {
         return Err(format!(
             "{lanes} lanes x {width} inputs do not cover a row of {} within a warp of {}",
             c.num_inputs, launch.block[0]
         ));
     }
     let rows_per_warp = launch.block[0] / lanes;
+    let vectors = c.num_inputs / (lanes * c.row_vec_size);
     let in_base = it.data_offset(TensorIterator::INPUT);
     let out_base = it.data_offset(TensorIterator::OUTPUT);
     let ndim = it.ndim();
@@ -197,20 +199,22 @@ fn short_rows_reads(
                     if row >= u64::from(c.num_outputs) {
                         continue;
                     }
-                    let load = in_base
-                        + offsets(it, nrd..ndim, row, TensorIterator::INPUT)
-                        + u64::from(lane) * width * scalar_size;
-                    if load % (width * scalar_size) != 0 {
-                        return Err(format!(
-                            "row {row}: a {width}-input load at byte {load} is misaligned"
-                        ));
-                    }
                     let output = out_base + offsets(it, nrd..ndim, row, TensorIterator::OUTPUT);
-                    for i in 0..width {
-                        visit(Visit {
-                            output,
-                            input: load + i * scalar_size,
-                        });
+                    let row_start = in_base + offsets(it, nrd..ndim, row, TensorIterator::INPUT);
+                    for k in 0..vectors {
+                        let vector = u64::from(k * lanes + lane);
+                        let load = row_start + vector * width * scalar_size;
+                        if load % (width * scalar_size) != 0 {
+                            return Err(format!(
+                                "row {row}: a {width}-input load at byte {load} is misaligned"
+                            ));
+                        }
+                        for i in 0..width {
+                            visit(Visit {
+                                output,
+                                input: load + i * scalar_size,
+                            });
+                        }
                     }
                 }
             }

@@ -28,6 +28,16 @@ pub const SHORT_ROWS_MAX_ROWS_PER_THREAD: u32 = 8;
 /// full wave is this many blocks on every SM.
 pub const SHORT_ROWS_MIN_BLOCKS_PER_SM: u32 = 4;
 
+/// Rows of at most this many bytes that no vector load fits (an odd length,
+/// or starts off a vector boundary) take a lane each under
+/// [`Strategy::ShortRows`], read one scalar after another, instead of a
+/// lane per scalar: a lane per scalar left most of a warp's lanes with one
+/// 4-byte load per row (rows of 3, 5 and 7 f32 at under a quarter of the
+/// read). A lane per row keeps `rows_per_thread` rows' loads in flight,
+/// the warp's first loads fetch every sector of its rows and the rest hit
+/// L1 (32 bytes: a warp's 8 rows a lane are 8 KiB).
+pub const SCALAR_ROW_MAX_BYTES: u64 = 32;
+
 /// How a launch is configured: PyTorch's heuristic as it is, or one of our
 /// branches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,8 +64,17 @@ pub struct ShortRows {
     /// op's `input_vec_size`, divides the row, and every row start is
     /// aligned to.
     pub row_vec_size: u32,
-    /// `row_len / row_vec_size` lanes per row, at most a warp.
+    /// Lanes that share a row, at most a warp: `row_len / row_vec_size`
+    /// (one vector each), or 1 for rows of up to
+    /// [`SCALAR_ROW_MAX_BYTES`] that take scalar loads.
     pub lanes_per_row: u32,
+}
+
+impl ShortRows {
+    /// Vectors each lane loads from its row.
+    pub fn vectors_per_lane(&self) -> u32 {
+        self.row_len / (self.row_vec_size * self.lanes_per_row)
+    }
 }
 
 /// The strategy this crate runs for `iter`: [`Strategy::ShortRows`] where a
@@ -84,7 +103,7 @@ pub fn configure(
 }
 
 /// [`ShortRows`] for `iter` when its one reduced dim is contiguous and a
-/// row is at most a warp of loads.
+/// row is at most a warp of loads (or a short row of scalars).
 fn short_rows(iter: &TensorIterator, signature: &Signature, warp_size: u32) -> Option<ShortRows> {
     let nrd = iter.num_reduce_dims();
     if nrd != 1 || iter.ndim() <= nrd {
@@ -111,7 +130,11 @@ fn short_rows(iter: &TensorIterator, signature: &Signature, warp_size: u32) -> O
     {
         row_vec_size /= 2;
     }
-    let lanes_per_row = row_len / row_vec_size;
+    let lanes_per_row = if row_vec_size == 1 && row_len * scalar <= SCALAR_ROW_MAX_BYTES {
+        1
+    } else {
+        row_len / row_vec_size
+    };
     (lanes_per_row <= u64::from(warp_size)).then_some(ShortRows {
         row_len: row_len as u32,
         row_vec_size: row_vec_size as u32,

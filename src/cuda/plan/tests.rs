@@ -252,14 +252,16 @@ fn short_rows_share_warps_and_keep_loads_in_flight() {
     let h = only(&plan(&[1 << 18, 16], &[16, 1], 0, &[1], DType::F16)).clone();
     assert_eq!((h.config.rows_per_thread, h.grid), (2, [1024, 1, 1]));
     // Rows that are no whole number of vectors, or whose starts are not
-    // aligned to one, take narrower loads: 7 lanes of 1; rows 36 bytes
-    // apart or one element off a vector boundary, 8 lanes of 1. 1000 rows
-    // fill no wave: one row per thread, 1000 / (4 x 8) -> 32 blocks.
+    // aligned to one, take narrower loads; rows of at most 32 bytes that
+    // take scalars get a lane each (7 and 8 f32, rows 36 bytes apart or one
+    // element off a vector boundary), the rest a lane per vector. 1000 rows
+    // fill no wave: one row per thread, 1000 / (32 x 8) -> 4 blocks.
     for (shape, strides, offset, expected) in [
-        (vec![1000usize, 7], vec![7isize, 1], 0usize, rows(7, 1, 7)),
-        (vec![1000, 8], vec![9, 1], 0, rows(8, 1, 8)),
-        (vec![1000, 8], vec![8, 1], 1, rows(8, 1, 8)),
+        (vec![1000usize, 7], vec![7isize, 1], 0usize, rows(7, 1, 1)),
+        (vec![1000, 8], vec![9, 1], 0, rows(8, 1, 1)),
+        (vec![1000, 8], vec![8, 1], 1, rows(8, 1, 1)),
         (vec![1000, 8], vec![8, 1], 2, rows(8, 2, 4)),
+        (vec![1000, 9], vec![9, 1], 0, rows(9, 1, 9)),
     ] {
         let l = only(&plan(&shape, &strides, offset, &[1], DType::F32)).clone();
         assert_eq!(l.strategy, expected, "{shape:?} {strides:?} +{offset}");
@@ -267,7 +269,7 @@ fn short_rows_share_warps_and_keep_loads_in_flight() {
     }
     assert_eq!(
         only(&plan(&[1000, 7], &[7, 1], 0, &[1], DType::F32)).grid,
-        [32, 1, 1]
+        [4, 1, 1]
     );
     // f64 rows of 40: 16-byte loads of 2 -> 20 lanes, one row per warp.
     let d = only(&plan(&[4096, 40], &[40, 1], 0, &[1], DType::F64)).clone();
