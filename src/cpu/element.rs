@@ -145,6 +145,7 @@ fn accumulate_lanes<T: Copy, W: Compute, R: ReduceOps<W>>(
 /// [`accumulate_lanes`] for a type that widens 8 elements at a time with a
 /// vector conversion (`widen8`, to f32) and the rest with `widen`: the same
 /// lanes in the same order, so the same bits.
+#[cfg(target_arch = "x86_64")]
 #[inline(always)]
 pub(super) fn accumulate_lanes_by8<T: Copy, W: Compute, R: ReduceOps<W>>(
     x: &[T],

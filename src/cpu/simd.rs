@@ -3,7 +3,9 @@
 //! aarch64 targets, and a CPU without the feature takes the portable path,
 //! with the same results bit for bit (each conversion here is exact).
 
+#[cfg(target_arch = "x86_64")]
 use super::element::accumulate_lanes_by8;
+#[cfg(target_arch = "x86_64")]
 use super::ops::{Compute, ReduceOps};
 use crate::f16;
 use half::slice::HalfFloatSliceExt;
@@ -67,7 +69,7 @@ unsafe fn f16x8_to_f32_f16c(c: &[f16; 8]) -> [f32; 8] {
     std::mem::transmute(_mm256_cvtph_ps(h))
 }
 
-/// The f16 lane loop ([`super::CpuElement::accumulate_contiguous`]) with
+/// The f16 lane loop ([`super::element::CpuElement::accumulate_contiguous`]) with
 /// each 8 elements widened in registers.
 ///
 /// # Safety
