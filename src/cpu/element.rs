@@ -2,6 +2,7 @@
 //! into the compute type and folded into accumulators by a functor.
 
 use super::ops::{Compute, ReduceOps};
+use super::simd::f16_to_f32;
 use crate::{bf16, f16, Element};
 
 /// Elements at most this many are converted per block on the stack.
@@ -229,94 +230,88 @@ fn for_each_f32_block<T>(
 }
 
 /// f16 converts a block at a time into an f32 buffer with
-/// `$convert(src, dst)`, then takes the f32 paths. Long rows widen in
+/// [`f16_to_f32`], then takes the f32 paths. Long rows widen in
 /// registers instead where the CPU converts 8 at a time (F16C, detected at
 /// run time), which saves the buffer's store and load: 1.5x faster, the
 /// same lanes, so the same bits. (Short rows keep the blocks: rows of 4
 /// converted row by row in registers ran 3x slower than as one slice.)
-macro_rules! half_blocks {
-    ($t:ty, $convert:expr) => {
-        impl CpuElement for $t {
-            fn accumulate_contiguous<W: Compute, R: ReduceOps<W>>(
-                x: &[Self],
-                first: usize,
-                op: &R,
-                lanes: &mut [R::Acc; 8],
-            ) {
-                #[cfg(target_arch = "x86_64")]
-                if super::simd::has_f16c() {
-                    // SAFETY: the features the function enables were detected.
-                    unsafe { super::simd::accumulate_lanes_f16c(x, first, op, lanes) };
-                    return;
-                }
-                for_each_f32_block(x, $convert, |start, b| {
-                    accumulate_lanes(b, first + start, op, lanes, W::from_elem::<f32>)
-                });
-            }
+impl CpuElement for f16 {
+    fn accumulate_contiguous<W: Compute, R: ReduceOps<W>>(
+        x: &[Self],
+        first: usize,
+        op: &R,
+        lanes: &mut [R::Acc; 8],
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        if super::simd::has_f16c() {
+            // SAFETY: the features the function enables were detected.
+            unsafe { super::simd::accumulate_lanes_f16c(x, first, op, lanes) };
+            return;
+        }
+        for_each_f32_block(x, f16_to_f32, |start, b| {
+            accumulate_lanes(b, first + start, op, lanes, W::from_elem::<f32>)
+        });
+    }
 
-            fn fold_rows<W: Compute, R: ReduceOps<W>>(
-                x: &[Self],
-                stride: usize,
-                n: usize,
-                op: &R,
-                out: &mut [R::Acc],
-            ) {
-                // Whole rows a block: end-to-end rows convert as one slice,
-                // rows with gaps one row at a time.
-                let rows = (BLOCK / n).max(1);
-                let mut buf = [0f32; BLOCK];
-                for (c, out) in out.chunks_mut(rows).enumerate() {
-                    let first = c * rows * stride;
-                    if stride == n {
-                        let len = out.len() * n;
-                        $convert(&x[first..first + len], &mut buf[..len]);
-                    } else {
-                        for i in 0..out.len() {
-                            let row = first + i * stride;
-                            $convert(&x[row..row + n], &mut buf[i * n..(i + 1) * n]);
-                        }
-                    }
-                    for (i, o) in out.iter_mut().enumerate() {
-                        *o = fold_leaf(&buf[i * n..(i + 1) * n], op, W::from_elem::<f32>);
-                    }
+    fn fold_rows<W: Compute, R: ReduceOps<W>>(
+        x: &[Self],
+        stride: usize,
+        n: usize,
+        op: &R,
+        out: &mut [R::Acc],
+    ) {
+        // Whole rows a block: end-to-end rows convert as one slice,
+        // rows with gaps one row at a time.
+        let rows = (BLOCK / n).max(1);
+        let mut buf = [0f32; BLOCK];
+        for (c, out) in out.chunks_mut(rows).enumerate() {
+            let first = c * rows * stride;
+            if stride == n {
+                let len = out.len() * n;
+                f16_to_f32(&x[first..first + len], &mut buf[..len]);
+            } else {
+                for i in 0..out.len() {
+                    let row = first + i * stride;
+                    f16_to_f32(&x[row..row + n], &mut buf[i * n..(i + 1) * n]);
                 }
             }
-
-            fn accumulate_row<W: Compute, R: ReduceOps<W>>(
-                x: &[Self],
-                idx: usize,
-                op: &R,
-                acc: &mut [R::Acc],
-            ) {
-                for_each_f32_block(x, $convert, |start, b| {
-                    for (a, &v) in acc[start..start + b.len()].iter_mut().zip(b) {
-                        *a = op.reduce(*a, W::from_elem(v), idx);
-                    }
-                });
-            }
-
-            fn accumulate_rows<W: Compute, R: ReduceOps<W>>(
-                rows: [&[Self]; ROWS_PER_PASS],
-                first: usize,
-                op: &R,
-                acc: &mut [R::Acc],
-            ) {
-                // Each row a block at a time into its own f32 buffer.
-                let mut buf = [[0f32; BLOCK]; ROWS_PER_PASS];
-                for (c, acc) in acc.chunks_mut(BLOCK).enumerate() {
-                    let (lo, n) = (c * BLOCK, acc.len());
-                    for (b, x) in buf.iter_mut().zip(&rows) {
-                        $convert(&x[lo..lo + n], &mut b[..n]);
-                    }
-                    let blocks = std::array::from_fn(|r| &buf[r][..n]);
-                    fold_rows_into(blocks, first, op, acc, W::from_elem::<f32>);
-                }
+            for (i, o) in out.iter_mut().enumerate() {
+                *o = fold_leaf(&buf[i * n..(i + 1) * n], op, W::from_elem::<f32>);
             }
         }
-    };
-}
+    }
 
-half_blocks!(f16, super::simd::f16_to_f32);
+    fn accumulate_row<W: Compute, R: ReduceOps<W>>(
+        x: &[Self],
+        idx: usize,
+        op: &R,
+        acc: &mut [R::Acc],
+    ) {
+        for_each_f32_block(x, f16_to_f32, |start, b| {
+            for (a, &v) in acc[start..start + b.len()].iter_mut().zip(b) {
+                *a = op.reduce(*a, W::from_elem(v), idx);
+            }
+        });
+    }
+
+    fn accumulate_rows<W: Compute, R: ReduceOps<W>>(
+        rows: [&[Self]; ROWS_PER_PASS],
+        first: usize,
+        op: &R,
+        acc: &mut [R::Acc],
+    ) {
+        // Each row a block at a time into its own f32 buffer.
+        let mut buf = [[0f32; BLOCK]; ROWS_PER_PASS];
+        for (c, acc) in acc.chunks_mut(BLOCK).enumerate() {
+            let (lo, n) = (c * BLOCK, acc.len());
+            for (b, x) in buf.iter_mut().zip(&rows) {
+                f16_to_f32(&x[lo..lo + n], &mut b[..n]);
+            }
+            let blocks = std::array::from_fn(|r| &buf[r][..n]);
+            fold_rows_into(blocks, first, op, acc, W::from_elem::<f32>);
+        }
+    }
+}
 
 /// bf16 to f32 as a 16-bit shift: exact for every value (NaN and Inf
 /// included) and vectorisable, unlike `half`'s element-wise routine, which
