@@ -143,8 +143,9 @@ fn short_rows_strategy() {
     };
     // Row lengths of every lane count up to a warp, whole vectors or not,
     // enough rows for several per thread, rows starting off a vector
-    // boundary (a narrowed view), and short rows no vector fits, which
-    // take a lane each.
+    // boundary (a narrowed view), short rows no vector fits, which take a
+    // lane each, and rows of two warps of loads (two vectors a lane, a
+    // warp or 25 lanes per row).
     for (dt, shape, narrow) in [
         (DType::F32, [1 << 20, 4], None),
         (DType::F32, [600_000, 7], None),
@@ -158,6 +159,10 @@ fn short_rows_strategy() {
         (DType::Bool, [300_000, 3], None),
         (DType::F64, [300_000, 3], None),
         (DType::F16, [200_000, 9], Some((1, 7))),
+        (DType::F32, [40_000, 256], None),
+        (DType::F64, [60_000, 128], None),
+        (DType::BF16, [30_000, 512], None),
+        (DType::F32, [30_000, 204], Some((4, 200))),
     ] {
         let x = ints(&shape, dt, 3);
         let view = |t: &Tensor| match narrow {
@@ -613,7 +618,7 @@ fn ops_on_every_path(test: &str, ops: &[ReduceOp]) {
         return;
     };
     type Case = (Vec<usize>, fn(&Tensor) -> Tensor, Vec<isize>);
-    let cases: [Case; 7] = [
+    let cases: [Case; 9] = [
         (vec![64, 1028], |t| t.narrow(1, 1, 1027).unwrap(), vec![1]),
         (vec![1024, 96], |t| t.clone(), vec![0]),
         (vec![4096, 8], |t| t.clone(), vec![0]),
@@ -623,6 +628,10 @@ fn ops_on_every_path(test: &str, ops: &[ReduceOp]) {
         // thread; rows of 12 starting mid-vector, 16 apart.
         (vec![600_000, 3], |t| t.clone(), vec![1]),
         (vec![2048, 16], |t| t.narrow(1, 2, 12).unwrap(), vec![-1]),
+        // Rows of two warps of loads, two vectors a lane: 4-byte rows of
+        // 256, 8-byte rows of 128.
+        (vec![2048, 256], |t| t.clone(), vec![1]),
+        (vec![2048, 128], |t| t.clone(), vec![1]),
     ];
     for &op in ops {
         for dt in DType::ALL {

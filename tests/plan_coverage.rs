@@ -211,16 +211,18 @@ proptest! {
 
 /// Rows of a contiguous reduced dim, as `[rows, row_len]` inside rows
 /// `row_len + pad` apart, with an extra kept dim `outer` apart: the layouts
-/// the ShortRows strategy takes (whole vectors or not, aligned or not).
+/// the ShortRows strategy takes (whole vectors or not, aligned or not, a
+/// vector or several per lane).
 fn short_rows_layout() -> impl Strategy<Value = Layout> {
+    let short = (1usize..=48, 1usize..=700);
+    let longer = (49usize..=300, 1usize..=120);
     (
-        1usize..=48,
-        1usize..=700,
+        prop_oneof![short, longer],
         0usize..=4,
         1usize..=3,
         0usize..=9,
     )
-        .prop_map(|(row_len, rows, pad, outer, offset)| {
+        .prop_map(|((row_len, rows), pad, outer, offset)| {
             let row_stride = row_len + pad;
             Layout {
                 shape: vec![outer, rows, row_len],
@@ -246,9 +248,10 @@ proptest! {
 #[test]
 fn the_short_rows_generator_reaches_every_load_width() {
     // Guard against the generator above missing the strategy's branches:
-    // every load width, several rows per thread, and rows that are not a
-    // power of two of lanes.
+    // every load width, several rows per thread, rows that are not a
+    // power of two of lanes, and lanes that load several vectors each.
     let mut seen = std::collections::BTreeSet::new();
+    let mut vectors_per_lane = std::collections::BTreeSet::new();
     let tiny = DeviceProps {
         sm_count: 1,
         max_threads_per_sm: 256,
@@ -260,6 +263,9 @@ fn the_short_rows_generator_reaches_every_load_width() {
         (5, 1, DType::F32),
         (48, 0, DType::U8),
         (24, 0, DType::F16),
+        (256, 0, DType::F32),
+        (200, 4, DType::F32),
+        (128, 0, DType::F64),
     ] {
         let l = Layout {
             shape: vec![1, 700, row_len],
@@ -272,9 +278,11 @@ fn the_short_rows_generator_reaches_every_load_width() {
         assert_ne!(c.lanes_per_row, 0, "{l:?} {dtype} should take short rows");
         assert!(c.rows_per_thread > 1, "{c:?}");
         seen.insert(c.row_vec_size);
+        vectors_per_lane.insert(c.num_inputs / (c.lanes_per_row * c.row_vec_size));
         assert_eq!(check_plan(&plan), Ok(700 * row_len));
     }
     assert_eq!(seen.into_iter().collect::<Vec<_>>(), [1, 2, 4, 8]);
+    assert!(vectors_per_lane.contains(&2), "{vectors_per_lane:?}");
 }
 
 #[test]

@@ -108,13 +108,18 @@ fn write_launch(
     let c = &launch.config;
     let [gx, gy, gz] = launch.grid;
     let [bx, by, bz] = launch.block;
+    let kernel = match launch.strategy {
+        Strategy::ShortRows(_) => "short_rows_kernel".to_string(),
+        Strategy::PyTorch => format!(
+            "reduce_kernel<nt={}, output_vec_size={}>",
+            launch.nt, c.output_vec_size
+        ),
+    };
     writeln!(
         f,
-        "launch {} of {}: reduce_kernel<nt={}, output_vec_size={}>  grid ({gx}, {gy}, {gz})  block ({bx}, {by}, {bz})  dynamic shared memory {} B",
+        "launch {} of {}: {kernel}  grid ({gx}, {gy}, {gz})  block ({bx}, {by}, {bz})  dynamic shared memory {} B",
         i + 1,
         plan.launches.len(),
-        launch.nt,
-        c.output_vec_size,
         launch.shared_memory_bytes
     )?;
     if let Some(pt) = &launch.pytorch_config {
@@ -246,11 +251,15 @@ fn write_short_rows(
         }
     )?;
     writeln!(f, "  why:")?;
-    if vectors == 1 {
+    if rows.lanes_per_row > 1 || rows.row_vec_size > 1 {
         writeln!(
             f,
-            "    - the only reduced dim is contiguous with {} inputs: {} lanes x {}-input loads, the widest load (of at most 16 B and the op's {} inputs) that divides the row and that every row start is aligned to",
-            rows.row_len, rows.lanes_per_row, rows.row_vec_size, c.input_vec_size
+            "    - the only reduced dim is contiguous with {} inputs: {} lanes x {vectors} x {}-input loads, the widest load (of at most 16 B and the op's {} inputs) that divides the row and that every row start is aligned to, the most lanes (at most a warp) that share the row's loads equally, at most {} each",
+            rows.row_len,
+            rows.lanes_per_row,
+            rows.row_vec_size,
+            c.input_vec_size,
+            super::SHORT_ROWS_MAX_VECTORS_PER_LANE
         )?;
     } else {
         writeln!(

@@ -27,7 +27,8 @@ pub use config::{
 };
 pub use strategy::{
     choose_strategy, configure, ShortRows, Strategy, SCALAR_ROW_MAX_BYTES,
-    SHORT_ROWS_MAX_ROWS_PER_THREAD, SHORT_ROWS_MIN_BLOCKS_PER_SM, SHORT_ROWS_THREADS,
+    SHORT_ROWS_MAX_ROWS_PER_THREAD, SHORT_ROWS_MAX_VECTORS_PER_LANE, SHORT_ROWS_MIN_BLOCKS_PER_SM,
+    SHORT_ROWS_THREADS,
 };
 
 use crate::iter::TensorIterator;

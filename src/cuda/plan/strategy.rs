@@ -38,6 +38,16 @@ pub const SHORT_ROWS_MIN_BLOCKS_PER_SM: u32 = 4;
 /// L1 (32 bytes: a warp's 8 rows a lane are 8 KiB).
 pub const SCALAR_ROW_MAX_BYTES: u64 = 32;
 
+/// The most vectors one lane loads from its row under
+/// [`Strategy::ShortRows`], so rows of up to this many warps of loads (1
+/// KiB of 16-byte loads) take the strategy. PyTorch's plan gives such a
+/// row a warp and nothing else, so a lane has its row's one or two loads in
+/// flight (f32 rows of 256 ran at two thirds of the read), where several
+/// rows a thread keep up to [`SHORT_ROWS_MAX_ROWS_PER_THREAD`]; from 2 KiB
+/// on PyTorch's lanes have four loads each, which fill HBM (f32 rows of
+/// 512 at 92% of the read).
+pub const SHORT_ROWS_MAX_VECTORS_PER_LANE: u64 = 2;
+
 /// How a launch is configured: PyTorch's heuristic as it is, or one of our
 /// branches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,8 +75,9 @@ pub struct ShortRows {
     /// aligned to.
     pub row_vec_size: u32,
     /// Lanes that share a row, at most a warp: `row_len / row_vec_size`
-    /// (one vector each), or 1 for rows of up to
-    /// [`SCALAR_ROW_MAX_BYTES`] that take scalar loads.
+    /// (one vector each) or a fraction of it (up to
+    /// [`SHORT_ROWS_MAX_VECTORS_PER_LANE`] vectors each), or 1 for rows of
+    /// up to [`SCALAR_ROW_MAX_BYTES`] that take scalar loads.
     pub lanes_per_row: u32,
 }
 
@@ -78,7 +89,7 @@ impl ShortRows {
 }
 
 /// The strategy this crate runs for `iter`: [`Strategy::ShortRows`] where a
-/// row fits one load per lane of a warp, else PyTorch's.
+/// row fits a few loads per lane of a warp, else PyTorch's.
 pub fn choose_strategy(
     iter: &TensorIterator,
     signature: &Signature,
@@ -103,7 +114,8 @@ pub fn configure(
 }
 
 /// [`ShortRows`] for `iter` when its one reduced dim is contiguous and a
-/// row is at most a warp of loads (or a short row of scalars).
+/// row is at most [`SHORT_ROWS_MAX_VECTORS_PER_LANE`] warps of loads (or a
+/// short row of scalars).
 fn short_rows(iter: &TensorIterator, signature: &Signature, warp_size: u32) -> Option<ShortRows> {
     let nrd = iter.num_reduce_dims();
     if nrd != 1 || iter.ndim() <= nrd {
@@ -133,13 +145,23 @@ fn short_rows(iter: &TensorIterator, signature: &Signature, warp_size: u32) -> O
     let lanes_per_row = if row_vec_size == 1 && row_len * scalar <= SCALAR_ROW_MAX_BYTES {
         1
     } else {
-        row_len / row_vec_size
+        lanes_for_vectors(row_len / row_vec_size, u64::from(warp_size))?
     };
-    (lanes_per_row <= u64::from(warp_size)).then_some(ShortRows {
+    Some(ShortRows {
         row_len: row_len as u32,
         row_vec_size: row_vec_size as u32,
         lanes_per_row: lanes_per_row as u32,
     })
+}
+
+/// Lanes for a row of `vectors` loads: the most lanes, at most a warp,
+/// that split the row into equal shares of at most
+/// [`SHORT_ROWS_MAX_VECTORS_PER_LANE`] vectors (every lane then loads as
+/// many, so the kernel needs no per-lane bound).
+fn lanes_for_vectors(vectors: u64, warp_size: u64) -> Option<u64> {
+    (1..=SHORT_ROWS_MAX_VECTORS_PER_LANE)
+        .find(|&per_lane| vectors % per_lane == 0 && vectors / per_lane <= warp_size)
+        .map(|per_lane| vectors / per_lane)
 }
 
 /// The blocks of `num_threads` threads that `short_rows_kernel` keeps
