@@ -11,6 +11,7 @@ pub mod kernel;
 mod nvrtc;
 pub(crate) mod params;
 pub mod plan;
+mod plan_cache;
 mod reduce;
 mod storage;
 
@@ -171,12 +172,4 @@ pub fn device_props(ordinal: usize) -> Result<DeviceProps> {
 /// holding the outputs in order, on the input's device, and the second
 /// output of the ops that have one). Casts are fused
 /// into the kernel's `reduce`, so the input is read where it is.
-pub(crate) fn reduce(
-    input: &crate::Tensor,
-    mask: &[bool],
-    sig: &crate::reduce::Signature,
-    params: crate::reduce::OpParams,
-) -> Result<(crate::Tensor, Option<crate::Tensor>)> {
-    let iter = crate::iter::TensorIterator::reduce_op(input, mask, sig.output)?;
-    reduce::reduce(input, &iter, sig, params)
-}
+pub(crate) use reduce::reduce;

@@ -3,6 +3,7 @@
 
 use super::kernel;
 use super::params::{Buffers, ReduceArgs};
+use super::plan_cache::{self, PlanKey};
 use super::{driver_error, CudaStorage};
 use crate::cuda::plan::{LaunchPlan, ReducePlan};
 use crate::iter::TensorIterator;
@@ -64,10 +65,18 @@ fn ensure(
     Ok(())
 }
 
-/// Runs `sig` on the GPU; see [`super::reduce`].
+/// Where a call's plan comes from.
+enum Planned {
+    /// An earlier call's, for the same layout.
+    Kept(Arc<ReducePlan>),
+    /// None yet: the iterator to plan from.
+    Unplanned(Box<TensorIterator>),
+}
+
+/// Runs `sig` over the dims `mask` marks of `input`, on the GPU.
 pub(crate) fn reduce(
     input: &Tensor,
-    iter: &TensorIterator,
+    mask: &[bool],
     sig: &Signature,
     params: OpParams,
 ) -> Result<(Tensor, Option<Tensor>)> {
@@ -78,9 +87,21 @@ pub(crate) fn reduce(
         });
     };
     let ordinal = storage.ordinal();
-    let props = super::device_props(ordinal)?;
+    // A plan kept from an earlier call of the same layout, or the iterator
+    // to plan from (built first: a layout it rejects is that error, not
+    // out of memory).
+    let key = PlanKey::new(ordinal, sig, input, mask);
+    let planned = match plan_cache::get(&key) {
+        Some(plan) => Planned::Kept(plan),
+        None => Planned::Unplanned(Box::new(TensorIterator::reduce_op(
+            input, mask, sig.output,
+        )?)),
+    };
     let out_dtype = sig.output;
-    let n_out = iter.num_output_elements();
+    let n_out = match &planned {
+        Planned::Kept(plan) => plan.iter.num_output_elements(),
+        Planned::Unplanned(iter) => iter.num_output_elements(),
+    };
     let stream = storage.stream.clone();
     // The result lives on the input's stream, where the launches write it.
     // Allocated before planning: a result too large for the device is out
@@ -92,7 +113,13 @@ pub(crate) fn reduce(
     let mut out2 = second_dtype
         .map(|d| CudaStorage::uninit_on(&stream, d, n_out))
         .transpose()?;
-    let plan = ReducePlan::new(iter, sig, &props)?;
+    let plan = match planned {
+        Planned::Kept(plan) => plan,
+        Planned::Unplanned(iter) => {
+            let props = super::device_props(ordinal)?;
+            plan_cache::insert(&key, ReducePlan::new(&iter, sig, &props)?)
+        }
+    };
     let launches = &plan.launches;
 
     let acc_buf =
@@ -168,8 +195,8 @@ pub(crate) fn reduce(
             staging,
             semaphores,
         };
+        let k = kernel::loaded(ordinal, sig)?;
         for l in launches {
-            let k = kernel::loaded(ordinal, sig)?;
             let f = k.function(&l.config)?;
             let args = ReduceArgs::new(
                 l,
