@@ -11,7 +11,7 @@
 //! print SKIPPED and pass, unless `TENSOR_REDUCE_REQUIRE_CUDA=1`, which makes
 //! them fail instead.
 
-use tensor_reduce::cuda::plan::{DeviceProps, LaunchPlan};
+use tensor_reduce::cuda::plan::{DeviceProps, LaunchPlan, Strategy};
 use tensor_reduce::reduce::{NormKind, ReduceOp};
 use tensor_reduce::{cuda, DType, Device, Tensor};
 
@@ -332,6 +332,22 @@ fn cta_split_global_reduce() {
             any_launch(&l, |l| l.config.input_mult[2] != 0
                 && l.config.input_mult[0] == 0),
             "{dt} columns: {l:?}"
+        );
+        // Channel statistics of a small batch: PyTorch's plan leaves SMs
+        // without a CTA, so ours splits each channel across CTAs.
+        let x = ints(&[32, 64, 28, 28], dt, 10);
+        let l = check(
+            &x,
+            |t| t.clone(),
+            &[0, 2, 3],
+            ReduceOp::Sum.output_dtype(dt, None).unwrap(),
+            dev,
+            &props,
+        );
+        assert!(
+            any_launch(&l, |l| matches!(l.strategy, Strategy::CtaSplit { .. })
+                && l.config.input_mult[2] != 0),
+            "{dt} channel statistics: {l:?}"
         );
     }
     // Repeated launches reuse the semaphores: the kernel must leave them at 0.

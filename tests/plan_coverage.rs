@@ -302,20 +302,25 @@ fn the_global_reduce_generator_reaches_the_cta_split() {
     assert!(c.should_global_reduce() && c.vectorize_input && c.should_block_x_reduce());
     assert_eq!(check_plan(&plan), Ok(2 * 131_075));
     // Vectorized rows whose warps split the input, starting mid-vector: the
-    // head and tail must be reduced by warp 0 only.
-    let it =
-        TensorIterator::reduction(&[4, 16_384], &[16_384, 1], 1, 4, 4, &[false, true]).unwrap();
-    let plan = ReducePlan::new(
-        &it,
-        &ReduceOp::Sum
-            .signature(DType::F32, Some(DType::F32))
-            .unwrap(),
-        &DeviceProps::h200(),
-    )
-    .unwrap();
-    let c = plan.launches[0].config;
-    assert!(c.vectorize_input && c.should_block_y_reduce() && !c.should_global_reduce());
-    assert_eq!(check_plan(&plan), Ok(4 * 16_384));
+    // head and tail must be reduced by warp 0 and CTA 0 only. 4 rows leave
+    // SMs idle (our CTA split); 140 rows reach every SM (PyTorch's plan, no
+    // global reduce).
+    for (rows, split) in [(4usize, true), (140, false)] {
+        let it = TensorIterator::reduction(&[rows, 16_384], &[16_384, 1], 1, 4, 4, &[false, true])
+            .unwrap();
+        let plan = ReducePlan::new(
+            &it,
+            &ReduceOp::Sum
+                .signature(DType::F32, Some(DType::F32))
+                .unwrap(),
+            &DeviceProps::h200(),
+        )
+        .unwrap();
+        let c = plan.launches[0].config;
+        assert!(c.vectorize_input && c.should_block_y_reduce(), "{rows}");
+        assert_eq!(c.should_global_reduce(), split, "{rows}");
+        assert_eq!(check_plan(&plan), Ok(rows * 16_384));
+    }
     let it = TensorIterator::reduction(&[8192, 32], &[32, 1], 1, 4, 4, &[true, false]).unwrap();
     let plan = ReducePlan::new(
         &it,

@@ -110,7 +110,7 @@ fn write_launch(
     let [bx, by, bz] = launch.block;
     let kernel = match launch.strategy {
         Strategy::ShortRows(_) => "short_rows_kernel".to_string(),
-        Strategy::PyTorch => format!(
+        Strategy::PyTorch | Strategy::CtaSplit { .. } => format!(
             "reduce_kernel<nt={}, output_vec_size={}>",
             launch.nt, c.output_vec_size
         ),
@@ -210,6 +210,21 @@ fn write_launch(
     writeln!(f, "  why:")?;
     for line in why_lines(plan, launch) {
         writeln!(f, "    - {line}")?;
+    }
+    if let (Strategy::CtaSplit { ctas_per_output }, Some(pt)) =
+        (launch.strategy, &launch.pytorch_config)
+    {
+        let target = plan.props.sm_count * (plan.props.max_threads_per_sm / pt.num_threads.max(1));
+        writeln!(
+            f,
+            "    - ours: PyTorch's grid of {} CTAs leaves SMs of the {} without one → the same split, {} CTAs per output = min(⌈{target}/{}⌉, ⌊{} values per thread / {}⌋)",
+            pt.grid()[0],
+            plan.props.sm_count,
+            ctas_per_output,
+            pt.grid()[0],
+            pt.values_per_thread(),
+            config::MIN_VALUES_PER_THREAD
+        )?;
     }
     Ok(())
 }

@@ -310,8 +310,8 @@ fn check_element_size(iter: &TensorIterator, arg: usize, what: &str, dtype: DTyp
 /// One launch: `setReduceConfig` on a 32-bit sub-iterator and the sizes
 /// `gpu_reduce_kernel` / `launch_reduce_kernel` derive from it.
 fn plan_launch(iter: TensorIterator, signature: &Signature, props: &DeviceProps) -> LaunchPlan {
-    let strategy = choose_strategy(&iter, signature, props);
     let (pytorch, decisions) = set_reduce_config(&iter, signature, props);
+    let strategy = choose_strategy(&iter, signature, props, &pytorch);
     let config = configure(&iter, signature, props, strategy, &pytorch);
     let pytorch_config = (strategy != Strategy::PyTorch).then_some(pytorch);
     let base_idx = iter.view_offsets().first().copied().unwrap_or(0) as u64;

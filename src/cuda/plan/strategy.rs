@@ -5,7 +5,7 @@
 //! calls `reduce`, `combine`, `warp_shfl_down` and `project`) and combines in
 //! an order fixed by the plan, so results stay bitwise reproducible.
 
-use super::config::div_up;
+use super::config::{div_up, CTA, MIN_VALUES_PER_THREAD};
 use super::{DeviceProps, ReduceConfig};
 use crate::iter::TensorIterator;
 use crate::reduce::Signature;
@@ -63,6 +63,18 @@ pub enum Strategy {
     /// when the rows are packed), and each thread takes several rows with
     /// every load issued before any is reduced.
     ShortRows(ShortRows),
+    /// PyTorch's plan with its CTA split where PyTorch's rule leaves most
+    /// SMs idle. PyTorch splits an output's inputs across CTAs only when a
+    /// thread has at least `MAX_VALUES_PER_THREAD` (256) of them; channel
+    /// statistics of a small batch (`[32, 64, 56, 56]` over `(0, 2, 3)`:
+    /// 196 values a thread) then run 64 CTAs on 132 SMs. Here the same
+    /// split runs whenever PyTorch's grid leaves SMs without a CTA, as long
+    /// as every thread keeps `MIN_VALUES_PER_THREAD` (16) inputs: the
+    /// kernel, its global reduce and its fixed fold order are PyTorch's.
+    CtaSplit {
+        /// CTAs that share each output (`ctas_per_output`).
+        ctas_per_output: u32,
+    },
 }
 
 /// The row layout [`Strategy::ShortRows`] found.
@@ -88,14 +100,45 @@ impl ShortRows {
     }
 }
 
-/// The strategy this crate runs for `iter`: [`Strategy::ShortRows`] where a
-/// row fits a few loads per lane of a warp, else PyTorch's.
+/// The strategy this crate runs for `iter`, given PyTorch's own config for
+/// it: [`Strategy::ShortRows`] where a row fits a few loads per lane of a
+/// warp, [`Strategy::CtaSplit`] where PyTorch's grid leaves SMs without a
+/// CTA, else PyTorch's.
 pub fn choose_strategy(
     iter: &TensorIterator,
     signature: &Signature,
     props: &DeviceProps,
+    pytorch: &ReduceConfig,
 ) -> Strategy {
-    short_rows(iter, signature, props.warp_size).map_or(Strategy::PyTorch, Strategy::ShortRows)
+    if let Some(rows) = short_rows(iter, signature, props.warp_size) {
+        return Strategy::ShortRows(rows);
+    }
+    cta_split(pytorch, props).map_or(Strategy::PyTorch, |ctas_per_output| Strategy::CtaSplit {
+        ctas_per_output,
+    })
+}
+
+/// CTAs per output for [`Strategy::CtaSplit`]: PyTorch's own count
+/// (enough CTAs for a full wave, no fewer than 16 inputs a thread), when
+/// its warps already split each output's inputs, it split nothing across
+/// CTAs, and its grid is smaller than the SM count. (A grid that reaches
+/// every SM keeps PyTorch's plan: whether a second CTA per SM is worth a
+/// global reduce then depends on registers and occupancy the rule does not
+/// see.)
+fn cta_split(pytorch: &ReduceConfig, props: &DeviceProps) -> Option<u32> {
+    if !pytorch.should_block_y_reduce() || pytorch.should_global_reduce() {
+        return None;
+    }
+    let blocks_per_sm = props.max_threads_per_sm / pytorch.num_threads.max(1);
+    let target_grid_size = u64::from(props.sm_count) * u64::from(blocks_per_sm);
+    let grid_x = u64::from(pytorch.grid()[0]).max(1);
+    if grid_x >= u64::from(props.sm_count) {
+        return None;
+    }
+    let fill = div_up(target_grid_size, grid_x);
+    let keep_busy = u64::from(pytorch.values_per_thread()) / u64::from(MIN_VALUES_PER_THREAD);
+    let ctas = fill.min(keep_busy);
+    (ctas > 1).then_some(ctas as u32)
 }
 
 /// The launch configuration of `strategy`: `pytorch` (the port's own
@@ -110,6 +153,13 @@ pub fn configure(
     match strategy {
         Strategy::PyTorch => *pytorch,
         Strategy::ShortRows(rows) => short_rows_config(iter, signature, props, rows),
+        Strategy::CtaSplit { ctas_per_output } => {
+            // PyTorch's split, as set_reduce_config makes it.
+            let mut config = *pytorch;
+            config.ctas_per_output = ctas_per_output;
+            config.input_mult[CTA] = config.split_input(ctas_per_output);
+            config
+        }
     }
 }
 

@@ -286,7 +286,7 @@ fn short_rows_share_warps_and_keep_loads_in_flight() {
         assert_eq!(l.strategy, expected, "{shape:?} {dtype:?}");
         match l.strategy {
             Strategy::ShortRows(r) => assert_eq!(r.vectors_per_lane(), 2),
-            Strategy::PyTorch => unreachable!(),
+            other => panic!("{other:?}"),
         }
     }
     // Rows of more than two warps of loads (f32 rows of 512), rows of an
@@ -546,5 +546,46 @@ fn explain_says_why() {
         "split across 528 CTAs",
     ] {
         assert!(text.contains(needle), "missing {needle:?} in\n{text}");
+    }
+}
+
+#[test]
+fn cta_split_where_pytorch_leaves_sms_idle() {
+    // [32, 64, 56, 56] over (0, 2, 3): PyTorch's block (32, 16) leaves 196
+    // values a thread, under its 256, so 64 CTAs on 132 SMs. Ours splits
+    // each channel across min(⌈528 / 64⌉ = 9, ⌊196 / 16⌋ = 12) = 9 CTAs, as
+    // PyTorch's own split would: input_mult[CTA] = step_input before it.
+    let shape = [32, 64, 56, 56];
+    let l = only(&plan(
+        &shape,
+        &contiguous(&shape),
+        0,
+        &[0, 2, 3],
+        DType::F32,
+    ))
+    .clone();
+    assert_eq!(l.strategy, Strategy::CtaSplit { ctas_per_output: 9 });
+    let pt = l.pytorch_config.expect("PyTorch's config is kept");
+    assert_eq!(
+        (pt.grid(), pt.ctas_per_output, pt.values_per_thread()),
+        ([64, 1, 1], 1, 196)
+    );
+    let c = l.config;
+    assert_eq!(l.grid, [64, 9, 1]);
+    assert_eq!(c.input_mult, [1, 32, 512]);
+    assert_eq!(c.step_input, 512 * 9);
+    assert!(l.staging_bytes > 0 && l.semaphore_bytes == 256);
+    // Every SM already has a CTA ([64, 1024, 32, 32]: 1024 CTAs), or each
+    // thread would keep under 32 values: PyTorch's plan.
+    for shape in [[64usize, 1024, 32, 32], [2, 16, 16, 16]] {
+        let l = only(&plan(
+            &shape,
+            &contiguous(&shape),
+            0,
+            &[0, 2, 3],
+            DType::F32,
+        ))
+        .clone();
+        assert_eq!(l.strategy, Strategy::PyTorch, "{shape:?}");
     }
 }
