@@ -94,14 +94,15 @@ export RUST_BACKTRACE=1
 # ONLY and STAGES ("warm tests" first: later calls on the same machine find
 # the kernels cached).
 TEST_TIMEOUT=${TEST_TIMEOUT:-500}
-SAN_TIMEOUT=${SAN_TIMEOUT:-60}
+SAN_TIMEOUT=${SAN_TIMEOUT:-120}
 DEADLINE=${DEADLINE:-3600}
 # Threads per test executable: 1 keeps each test's GPU timing and memory to
 # itself; more finish sooner where the kernel cache is cold.
 TEST_THREADS=${TEST_THREADS:-1}
 # Optional: ONLY, a grep -E pattern selecting test executables; STAGES, a
-# subset of "warm tests sanitizers examples differential"; DIFF_CASES and
-# DIFF_SEED for the differential stage.
+# subset of "warm tests sanitizers examples differential"; SAN_TOOLS, a
+# subset of "memcheck racecheck synccheck"; DIFF_CASES and DIFF_SEED for
+# the differential stage.
 ONLY=${ONLY:-.}
 STAGES=${STAGES:-warm tests sanitizers examples differential}
 SECONDS=0
@@ -144,7 +145,7 @@ gp=$(grep -E '^test-gpu_paths' "$here/tests.list" | head -1)
 if [[ " $STAGES " != *" sanitizers "* ]]; then
   :
 elif command -v compute-sanitizer >/dev/null && [ -n "$gp" ]; then
-  for tool in memcheck racecheck synccheck; do
+  for tool in ${SAN_TOOLS:-memcheck racecheck synccheck}; do
     log="$logs/sanitizer-$tool.log"
     : >"$log"
     rc_all=0; skipped=0

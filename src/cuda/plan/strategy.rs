@@ -1,7 +1,8 @@
 //! Our planner branches beside the port: where PyTorch's `setReduceConfig`
 //! leaves bandwidth on the table, a [`Strategy`] other than
 //! [`Strategy::PyTorch`] replaces its [`ReduceConfig`] for the same
-//! `reduce_kernel`. Every branch runs any op's functor (the kernel only ever
+//! kernels (`short_rows_kernel` is `reduce_kernel`'s entry with its own
+//! register budget). Every branch runs any op's functor (the kernel only ever
 //! calls `reduce`, `combine`, `warp_shfl_down` and `project`) and combines in
 //! an order fixed by the plan, so results stay bitwise reproducible.
 
