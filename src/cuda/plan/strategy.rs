@@ -64,8 +64,8 @@ pub enum Strategy {
     /// when the rows are packed), and each thread takes several rows with
     /// every load issued before any is reduced.
     ShortRows(ShortRows),
-    /// PyTorch's plan with its CTA split where PyTorch's rule leaves most
-    /// SMs idle. PyTorch splits an output's inputs across CTAs only when a
+    /// PyTorch's plan with its CTA split where PyTorch's rule leaves SMs
+    /// idle. PyTorch splits an output's inputs across CTAs only when a
     /// thread has at least `MAX_VALUES_PER_THREAD` (256) of them; channel
     /// statistics of a small batch (`[32, 64, 56, 56]` over `(0, 2, 3)`:
     /// 196 values a thread) then run 64 CTAs on 132 SMs. Here the same
