@@ -288,16 +288,16 @@ fn the_short_rows_generator_reaches_every_load_width() {
 #[test]
 fn the_global_reduce_generator_reaches_the_cta_split() {
     // Guard against the strategy above silently never splitting.
-    let it =
-        TensorIterator::reduction(&[2, 131_075], &[131_075, 1], 3, 4, 4, &[false, true]).unwrap();
-    let plan = ReducePlan::new(
-        &it,
-        &ReduceOp::Sum
-            .signature(DType::F32, Some(DType::F32))
-            .unwrap(),
-        &DeviceProps::h200(),
-    )
-    .unwrap();
+    let sum_f32 = |shape: &[usize], strides: &[isize], offset, mask: &[bool]| {
+        let l = Layout {
+            shape: shape.to_vec(),
+            strides: strides.to_vec(),
+            offset,
+            mask: mask.to_vec(),
+        };
+        plan_layout(&l, DType::F32, &DeviceProps::h200())
+    };
+    let plan = sum_f32(&[2, 131_075], &[131_075, 1], 3, &[false, true]);
     let c = plan.launches[0].config;
     assert!(c.should_global_reduce() && c.vectorize_input && c.should_block_x_reduce());
     assert_eq!(check_plan(&plan), Ok(2 * 131_075));
@@ -306,30 +306,13 @@ fn the_global_reduce_generator_reaches_the_cta_split() {
     // SMs idle (our CTA split); 140 rows reach every SM (PyTorch's plan, no
     // global reduce).
     for (rows, split) in [(4usize, true), (140, false)] {
-        let it = TensorIterator::reduction(&[rows, 16_384], &[16_384, 1], 1, 4, 4, &[false, true])
-            .unwrap();
-        let plan = ReducePlan::new(
-            &it,
-            &ReduceOp::Sum
-                .signature(DType::F32, Some(DType::F32))
-                .unwrap(),
-            &DeviceProps::h200(),
-        )
-        .unwrap();
+        let plan = sum_f32(&[rows, 16_384], &[16_384, 1], 1, &[false, true]);
         let c = plan.launches[0].config;
         assert!(c.vectorize_input && c.should_block_y_reduce(), "{rows}");
         assert_eq!(c.should_global_reduce(), split, "{rows}");
         assert_eq!(check_plan(&plan), Ok(rows * 16_384));
     }
-    let it = TensorIterator::reduction(&[8192, 32], &[32, 1], 1, 4, 4, &[true, false]).unwrap();
-    let plan = ReducePlan::new(
-        &it,
-        &ReduceOp::Sum
-            .signature(DType::F32, Some(DType::F32))
-            .unwrap(),
-        &DeviceProps::h200(),
-    )
-    .unwrap();
+    let plan = sum_f32(&[8192, 32], &[32, 1], 1, &[true, false]);
     let c = plan.launches[0].config;
     assert!(c.should_global_reduce() && !c.should_block_x_reduce());
     assert_eq!(check_plan(&plan), Ok(8192 * 32));

@@ -297,6 +297,13 @@ impl ReduceConfig {
     }
 }
 
+/// `target_grid_size`: the CTAs of `num_threads` threads the device holds
+/// at once by its thread limit, `sm_count * (max_threads_per_sm /
+/// num_threads)`.
+pub fn target_grid_size(props: &DeviceProps, num_threads: u32) -> u32 {
+    props.sm_count * (props.max_threads_per_sm / num_threads.max(1))
+}
+
 /// `get_output_vec_size<scalar_t>(iter)`: 4, halved until it divides the
 /// input's address in elements, the first output dim's size and every other
 /// input stride in elements. The address is taken as the iterator's input
@@ -388,8 +395,7 @@ pub fn set_reduce_config(
         config.output_mult[BLOCK_Y] = config.split_output(block_height);
     }
 
-    let blocks_per_sm = props.max_threads_per_sm / config.num_threads;
-    let target_grid_size = props.sm_count * blocks_per_sm;
+    let target_grid_size = target_grid_size(props, config.num_threads);
     let grid_x = config.grid()[0];
     let values_per_thread_at_cta_split = config.values_per_thread();
     let mut ctas_candidates = None;

@@ -214,7 +214,8 @@ fn write_launch(
     if let (Strategy::CtaSplit { ctas_per_output }, Some(pt)) =
         (launch.strategy, &launch.pytorch_config)
     {
-        let target = plan.props.sm_count * (plan.props.max_threads_per_sm / pt.num_threads.max(1));
+        // PyTorch's config is the one its decisions were made on.
+        let target = launch.decisions.target_grid_size;
         writeln!(
             f,
             "    - ours: PyTorch's grid of {} CTAs leaves SMs of the {} without one → the same split, {} CTAs per output = min(⌈{target}/{}⌉, ⌊{} values per thread / {}⌋)",

@@ -6,7 +6,7 @@
 //! calls `reduce`, `combine`, `warp_shfl_down` and `project`) and combines in
 //! an order fixed by the plan, so results stay bitwise reproducible.
 
-use super::config::{div_up, CTA, MIN_VALUES_PER_THREAD};
+use super::config::{div_up, target_grid_size, CTA, MIN_VALUES_PER_THREAD};
 use super::{DeviceProps, ReduceConfig};
 use crate::iter::TensorIterator;
 use crate::reduce::Signature;
@@ -130,8 +130,7 @@ fn cta_split(pytorch: &ReduceConfig, props: &DeviceProps) -> Option<u32> {
     if !pytorch.should_block_y_reduce() || pytorch.should_global_reduce() {
         return None;
     }
-    let blocks_per_sm = props.max_threads_per_sm / pytorch.num_threads.max(1);
-    let target_grid_size = u64::from(props.sm_count) * u64::from(blocks_per_sm);
+    let target_grid_size = u64::from(target_grid_size(props, pytorch.num_threads));
     let grid_x = u64::from(pytorch.grid()[0]).max(1);
     if grid_x >= u64::from(props.sm_count) {
         return None;

@@ -555,15 +555,17 @@ fn cta_split_where_pytorch_leaves_sms_idle() {
     // values a thread, under its 256, so 64 CTAs on 132 SMs. Ours splits
     // each channel across min(⌈528 / 64⌉ = 9, ⌊196 / 16⌋ = 12) = 9 CTAs, as
     // PyTorch's own split would: input_mult[CTA] = step_input before it.
-    let shape = [32, 64, 56, 56];
-    let l = only(&plan(
-        &shape,
-        &contiguous(&shape),
-        0,
-        &[0, 2, 3],
-        DType::F32,
-    ))
-    .clone();
+    let channel_stats = |shape: [usize; 4]| {
+        only(&plan(
+            &shape,
+            &contiguous(&shape),
+            0,
+            &[0, 2, 3],
+            DType::F32,
+        ))
+        .clone()
+    };
+    let l = channel_stats([32, 64, 56, 56]);
     assert_eq!(l.strategy, Strategy::CtaSplit { ctas_per_output: 9 });
     let pt = l.pytorch_config.expect("PyTorch's config is kept");
     assert_eq!(
@@ -578,14 +580,7 @@ fn cta_split_where_pytorch_leaves_sms_idle() {
     // Every SM already has a CTA ([64, 1024, 32, 32]: 1024 CTAs), or each
     // thread would keep under 32 values: PyTorch's plan.
     for shape in [[64usize, 1024, 32, 32], [2, 16, 16, 16]] {
-        let l = only(&plan(
-            &shape,
-            &contiguous(&shape),
-            0,
-            &[0, 2, 3],
-            DType::F32,
-        ))
-        .clone();
+        let l = channel_stats(shape);
         assert_eq!(l.strategy, Strategy::PyTorch, "{shape:?}");
     }
 }
