@@ -186,6 +186,47 @@ fn short_rows_strategy() {
 
 #[test]
 #[ignore = "needs a CUDA device"]
+fn packed_short_rows_are_staged() {
+    let Some((dev, props)) = gpu("packed_short_rows_are_staged") else {
+        return;
+    };
+    // Packed rows no vector fits, of every element size, with a partial
+    // last warp where the row count is not a multiple of 32; and rows of 7
+    // with a gap between them, which a lane reads from global memory.
+    for (dt, shape, narrow, staged) in [
+        (DType::F32, [600_001usize, 7], None, true),
+        (DType::F16, [300_000, 7], None, true),
+        (DType::BF16, [300_017, 15], None, true),
+        (DType::U8, [300_000, 31], None, true),
+        (DType::Bool, [300_005, 3], None, true),
+        (DType::F64, [300_001, 3], None, true),
+        (DType::I64, [400_000, 3], None, true),
+        (DType::I32, [5_000, 5], None, true),
+        (DType::F32, [300_000, 9], Some((1, 7)), false),
+    ] {
+        let x = ints(&shape, dt, 5);
+        let view = |t: &Tensor| match narrow {
+            Some((start, len)) => t.narrow(1, start, len).unwrap(),
+            None => t.clone(),
+        };
+        let l = check(
+            &x,
+            view,
+            &[1],
+            ReduceOp::Sum.output_dtype(dt, None).unwrap(),
+            dev,
+            &props,
+        );
+        assert!(
+            any_launch(&l, |l| l.config.lanes_per_row == 1
+                && l.config.stage_rows == staged),
+            "{dt} {shape:?} {narrow:?}: expected a lane per row, staged: {staged}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
 fn misaligned_views_take_the_head_and_tail_paths() {
     let Some((dev, props)) = gpu("misaligned_views_take_the_head_and_tail_paths") else {
         return;
@@ -634,15 +675,18 @@ fn ops_on_every_path(test: &str, ops: &[ReduceOp]) {
         return;
     };
     type Case = (Vec<usize>, fn(&Tensor) -> Tensor, Vec<isize>);
-    let cases: [Case; 9] = [
+    let cases: [Case; 10] = [
         (vec![64, 1028], |t| t.narrow(1, 1, 1027).unwrap(), vec![1]),
         (vec![1024, 96], |t| t.clone(), vec![0]),
         (vec![4096, 8], |t| t.clone(), vec![0]),
         (vec![1 << 18], |t| t.clone(), vec![]),
         (vec![4, 16, 14, 14], |t| t.clone(), vec![0, 2, 3]),
-        // Short rows: 3 lanes of scalar loads per row and several rows per
-        // thread; rows of 12 starting mid-vector, 16 apart.
-        (vec![600_000, 3], |t| t.clone(), vec![1]),
+        // Short rows: packed rows of 3, a lane each, staged through shared
+        // memory with several rows per thread and a last warp of one row
+        // read unstaged; rows of 7, 9 apart, a lane each from global
+        // memory; rows of 12 starting mid-vector, 16 apart.
+        (vec![600_001, 3], |t| t.clone(), vec![1]),
+        (vec![4096, 9], |t| t.narrow(1, 1, 7).unwrap(), vec![1]),
         (vec![2048, 16], |t| t.narrow(1, 2, 12).unwrap(), vec![-1]),
         // Rows of two warps of loads, two vectors a lane: 4-byte rows of
         // 256, 8-byte rows of 128.

@@ -249,8 +249,11 @@ proptest! {
 fn the_short_rows_generator_reaches_every_load_width() {
     // Guard against the generator above missing the strategy's branches:
     // every load width, several rows per thread, rows that are not a
-    // power of two of lanes, and lanes that load several vectors each.
+    // power of two of lanes, lanes that load several vectors each, and
+    // packed scalar rows staged through shared memory (700 rows: the last
+    // warp's span is partial and read unstaged).
     let mut seen = std::collections::BTreeSet::new();
+    let mut staged = 0;
     let mut vectors_per_lane = std::collections::BTreeSet::new();
     let tiny = DeviceProps {
         sm_count: 1,
@@ -266,6 +269,9 @@ fn the_short_rows_generator_reaches_every_load_width() {
         (256, 0, DType::F32),
         (200, 4, DType::F32),
         (128, 0, DType::F64),
+        (7, 0, DType::F32),
+        (3, 4, DType::F32),
+        (7, 8, DType::F16),
     ] {
         let l = Layout {
             shape: vec![1, 700, row_len],
@@ -279,10 +285,12 @@ fn the_short_rows_generator_reaches_every_load_width() {
         assert!(c.rows_per_thread > 1, "{c:?}");
         seen.insert(c.row_vec_size);
         vectors_per_lane.insert(c.num_inputs / (c.lanes_per_row * c.row_vec_size));
+        staged += usize::from(c.stage_rows);
         assert_eq!(check_plan(&plan), Ok(700 * row_len));
     }
     assert_eq!(seen.into_iter().collect::<Vec<_>>(), [1, 2, 4, 8]);
     assert!(vectors_per_lane.contains(&2), "{vectors_per_lane:?}");
+    assert_eq!(staged, 3);
 }
 
 #[test]

@@ -45,6 +45,7 @@ pub(crate) struct ReduceConfigC {
     pub lanes_per_row: u32,
     pub row_vec_size: u32,
     pub rows_per_thread: u32,
+    pub stage_rows: u32,
 }
 
 impl From<&ReduceConfig> for ReduceConfigC {
@@ -68,6 +69,7 @@ impl From<&ReduceConfig> for ReduceConfigC {
             lanes_per_row: c.lanes_per_row,
             row_vec_size: c.row_vec_size,
             rows_per_thread: c.rows_per_thread,
+            stage_rows: c.stage_rows as u32,
         }
     }
 }
@@ -277,6 +279,10 @@ pub(crate) fn layout_asserts() -> String {
     check(
         "kShortRowsMinBlocksPerSm",
         crate::cuda::plan::SHORT_ROWS_MIN_BLOCKS_PER_SM as usize,
+    );
+    check(
+        "kShortRowsStageAlign",
+        crate::cuda::plan::SHORT_ROWS_STAGE_ALIGN as usize,
     );
     s.push_str("}  // namespace tr\n");
     s

@@ -5,7 +5,7 @@ use super::kernel;
 use super::params::{Buffers, ReduceArgs};
 use super::plan_cache::{self, PlanKey};
 use super::{driver_error, CudaStorage};
-use crate::cuda::plan::{LaunchPlan, ReducePlan};
+use crate::cuda::plan::{LaunchPlan, ReducePlan, SHORT_ROWS_STAGE_ALIGN};
 use crate::iter::TensorIterator;
 use crate::reduce::{OpParams, Signature};
 use crate::tensor::storage::Storage;
@@ -257,6 +257,12 @@ fn check_alignment(args: &ReduceArgs, l: &LaunchPlan, input: DType) -> Result<()
                 1u64 << args.src.trailing_zeros().min(63)
             )));
         }
+    }
+    if c.stage_rows && args.src % SHORT_ROWS_STAGE_ALIGN != 0 {
+        return Err(Error::Unsupported(format!(
+            "plan copies spans of rows {SHORT_ROWS_STAGE_ALIGN} bytes at a time but the input address is only {}-byte aligned",
+            1u64 << args.src.trailing_zeros().min(63)
+        )));
     }
     if c.vectorize_input && c.output_vec_size != 1 {
         return Err(Error::Unsupported(

@@ -96,6 +96,7 @@ impl ReduceConfig {
             lanes_per_row: 0,
             row_vec_size: 0,
             rows_per_thread: 1,
+            stage_rows: false,
         }
     }
 

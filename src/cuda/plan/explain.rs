@@ -243,14 +243,22 @@ fn write_short_rows(
     let load_bytes = rows.row_vec_size as usize * scalar.size_in_bytes();
     let rows_per_warp = c.block_width / rows.lanes_per_row;
     let vectors = rows.vectors_per_lane();
-    writeln!(
-        f,
-        "  lanes (block.x = {}): {} per row, each loading {} input(s) ({load_bytes} B) of it {}; {rows_per_warp} neighbouring row(s) per warp",
-        c.block_width,
-        rows.lanes_per_row,
-        rows.row_vec_size,
-        if vectors == 1 { "once".to_string() } else { format!("{vectors} times") }
-    )?;
+    if c.stage_rows {
+        writeln!(
+            f,
+            "  lanes (block.x = {}): 1 per row, reducing its {} inputs from shared memory; {rows_per_warp} neighbouring rows per warp",
+            c.block_width, rows.row_len
+        )?;
+    } else {
+        writeln!(
+            f,
+            "  lanes (block.x = {}): {} per row, each loading {} input(s) ({load_bytes} B) of it {}; {rows_per_warp} neighbouring row(s) per warp",
+            c.block_width,
+            rows.lanes_per_row,
+            rows.row_vec_size,
+            if vectors == 1 { "once".to_string() } else { format!("{vectors} times") }
+        )?;
+    }
     writeln!(
         f,
         "  warps (block.y = {}): take separate rows, {} rows per CTA pass; each thread takes {} rows a pass apart, all loads issued before any is reduced",
@@ -258,12 +266,22 @@ fn write_short_rows(
     )?;
     writeln!(
         f,
-        "  CTAs: 1 per output (no global reduce); grid.x = {} CTAs; {}, no shared memory",
+        "  CTAs: 1 per output (no global reduce); grid.x = {} CTAs; {}; {}",
         launch.grid[0],
         if rows.lanes_per_row == 1 {
             "a row is one lane's, no shuffles"
         } else {
             "lanes of a row combine by shuffles"
+        },
+        if c.stage_rows {
+            format!(
+                "{} B of shared memory: each warp copies its {} rows ({} B, one span) 16 B a lane at a time, every span of a thread's rows before any is reduced, and each lane reduces its row from there",
+                launch.shared_memory_bytes,
+                c.block_width,
+                c.block_width as usize * rows.row_len as usize * scalar.size_in_bytes()
+            )
+        } else {
+            "no shared memory".to_string()
         }
     )?;
     writeln!(f, "  why:")?;
@@ -284,6 +302,13 @@ fn write_short_rows(
             rows.row_len,
             super::SCALAR_ROW_MAX_BYTES
         )?;
+        if rows.staged {
+            writeln!(
+                f,
+                "    - the rows are packed from a {}-byte aligned base, so a warp's rows are one aligned span: staged through shared memory, they are read with 16-byte copies instead of a scalar load per input that touches every sector of the warp's rows",
+                super::SHORT_ROWS_STAGE_ALIGN
+            )?;
+        }
     }
     if let Some(pt) = &launch.pytorch_config {
         let per_load = if pt.vectorize_input {
@@ -303,11 +328,19 @@ fn write_short_rows(
     }
     writeln!(
         f,
-        "    - {} rows per thread: the most (≤ {}) that still leaves a full wave of {} blocks on {} SMs",
+        "    - {} rows per thread: the most (≤ {}) that still leaves a full wave of {} blocks on {} SMs{}",
         c.rows_per_thread,
         super::SHORT_ROWS_MAX_ROWS_PER_THREAD,
         super::strategy::short_rows_full_wave(&plan.props, c.num_threads),
-        plan.props.sm_count
+        plan.props.sm_count,
+        if c.stage_rows {
+            format!(
+                " and whose spans fit {} B of shared memory a block",
+                super::SHORT_ROWS_STAGE_BYTES
+            )
+        } else {
+            String::new()
+        }
     )
 }
 

@@ -28,7 +28,7 @@ pub use config::{
 pub use strategy::{
     choose_strategy, configure, ShortRows, Strategy, SCALAR_ROW_MAX_BYTES,
     SHORT_ROWS_MAX_ROWS_PER_THREAD, SHORT_ROWS_MAX_VECTORS_PER_LANE, SHORT_ROWS_MIN_BLOCKS_PER_SM,
-    SHORT_ROWS_THREADS,
+    SHORT_ROWS_STAGE_ALIGN, SHORT_ROWS_STAGE_BYTES, SHORT_ROWS_THREADS,
 };
 
 use crate::iter::TensorIterator;
@@ -113,6 +113,10 @@ pub struct ReduceConfig {
     /// Rows each thread reduces under [`Strategy::ShortRows`]; 1 otherwise,
     /// where a CTA column's outputs are one `step_output`.
     pub rows_per_thread: u32,
+    /// Under [`Strategy::ShortRows`] with a lane per row, each warp copies
+    /// its rows (one packed span, [`ShortRows::staged`]) into shared memory
+    /// and reduces them from there.
+    pub stage_rows: bool,
 }
 
 /// One `reduce_kernel<nt, output_vec_size>` launch.
@@ -320,7 +324,15 @@ fn plan_launch(iter: TensorIterator, signature: &Signature, props: &DeviceProps)
         nt: config.nt(),
         grid: config.grid(),
         block: config.block(),
-        shared_memory_bytes: config.shared_memory_size(),
+        shared_memory_bytes: if config.stage_rows {
+            strategy::short_rows_stage_bytes(
+                &config,
+                props.warp_size,
+                signature.input.size_in_bytes() as u32,
+            )
+        } else {
+            config.shared_memory_size()
+        },
         staging_bytes: config.staging_size(),
         semaphore_bytes: config.semaphore_size(),
         base_idx,

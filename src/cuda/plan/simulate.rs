@@ -142,7 +142,10 @@ pub fn simulate_launch(
 /// `tx / lanes_per_row` loads vectors `lane`, `lane + lanes_per_row`, ...
 /// of `row_vec_size` inputs of each of its `rows_per_thread` rows,
 /// `step_output` rows apart; lane 0 of the group stores the row. Every
-/// load must be aligned to its width.
+/// load must be aligned to its width. Under `stage_rows` a lane reads its
+/// row where the kernel finds it in shared memory: `lane * row_len` inputs
+/// into its warp's span, copied 16 bytes at a time from the warp's first
+/// row, so the visits are right only if the rows really are packed.
 fn short_rows_reads(
     launch: &LaunchPlan,
     scalar_size: u64,
@@ -179,6 +182,27 @@ fn short_rows_reads(
             c.num_inputs, launch.block[0]
         ));
     }
+    if c.stage_rows {
+        let need = u64::from(launch.block[1])
+            * u64::from(c.rows_per_thread)
+            * u64::from(launch.block[0])
+            * u64::from(c.num_inputs)
+            * scalar_size;
+        if lanes != 1 || width != 1 {
+            return Err(format!(
+                "staged rows with {lanes} lanes x {width} inputs, not a lane per row"
+            ));
+        }
+        if need > u64::from(launch.shared_memory_bytes)
+            || launch.shared_memory_bytes > super::SHORT_ROWS_STAGE_BYTES
+        {
+            return Err(format!(
+                "staged rows need {need} B of shared memory, the launch has {} (at most {})",
+                launch.shared_memory_bytes,
+                super::SHORT_ROWS_STAGE_BYTES
+            ));
+        }
+    }
     let rows_per_warp = launch.block[0] / lanes;
     let vectors = c.num_inputs / (lanes * c.row_vec_size);
     let in_base = it.data_offset(TensorIterator::INPUT);
@@ -200,6 +224,35 @@ fn short_rows_reads(
                         continue;
                     }
                     let output = out_base + offsets(it, nrd..ndim, row, TensorIterator::OUTPUT);
+                    if c.stage_rows {
+                        // The kernel finds packed rows by arithmetic, not by
+                        // the OffsetCalculator: row i at i * row_bytes, a
+                        // warp's rows from shared memory when every row the
+                        // thread takes lies in a whole span, else from
+                        // global memory. Visits land where the rows really
+                        // are only if the planner was right to stage them.
+                        let row_bytes = u64::from(c.num_inputs) * scalar_size;
+                        let warp_row = row - u64::from(tx);
+                        let first_warp_row = warp_row - u64::from(r * c.step_output);
+                        let whole = first_warp_row
+                            + u64::from((c.rows_per_thread - 1) * c.step_output)
+                            + u64::from(launch.block[0])
+                            <= u64::from(c.num_outputs);
+                        let span = in_base + warp_row * row_bytes;
+                        if whole && span % super::SHORT_ROWS_STAGE_ALIGN != 0 {
+                            return Err(format!(
+                                "row {warp_row}: a span of rows staged from misaligned byte {span}"
+                            ));
+                        }
+                        let row_start = in_base + row * row_bytes;
+                        for i in 0..u64::from(c.num_inputs) {
+                            visit(Visit {
+                                output,
+                                input: row_start + i * scalar_size,
+                            });
+                        }
+                        continue;
+                    }
                     let row_start = in_base + offsets(it, nrd..ndim, row, TensorIterator::INPUT);
                     for k in 0..vectors {
                         let vector = u64::from(k * lanes + lane);

@@ -219,6 +219,15 @@ fn short_rows_share_warps_and_keep_loads_in_flight() {
             row_len,
             row_vec_size,
             lanes_per_row,
+            staged: false,
+        })
+    };
+    let staged = |row_len| {
+        Strategy::ShortRows(ShortRows {
+            row_len,
+            row_vec_size: 1,
+            lanes_per_row: 1,
+            staged: true,
         })
     };
     assert_eq!(l.strategy, rows(16, 4, 4));
@@ -254,10 +263,11 @@ fn short_rows_share_warps_and_keep_loads_in_flight() {
     // Rows that are no whole number of vectors, or whose starts are not
     // aligned to one, take narrower loads; rows of at most 32 bytes that
     // take scalars get a lane each (7 and 8 f32, rows 36 bytes apart or one
-    // element off a vector boundary), the rest a lane per vector. 1000 rows
-    // fill no wave: one row per thread, 1000 / (32 x 8) -> 4 blocks.
+    // element off a vector boundary), the rest a lane per vector; packed
+    // rows from an aligned base are staged. 1000 rows fill no wave: one row
+    // per thread, 1000 / (32 x 8) -> 4 blocks.
     for (shape, strides, offset, expected) in [
-        (vec![1000usize, 7], vec![7isize, 1], 0usize, rows(7, 1, 1)),
+        (vec![1000usize, 7], vec![7isize, 1], 0usize, staged(7)),
         (vec![1000, 8], vec![9, 1], 0, rows(8, 1, 1)),
         (vec![1000, 8], vec![8, 1], 1, rows(8, 1, 1)),
         (vec![1000, 8], vec![8, 1], 2, rows(8, 2, 4)),
@@ -306,6 +316,73 @@ fn short_rows_share_warps_and_keep_loads_in_flight() {
         );
         assert!(only(&p).pytorch_config.is_none());
     }
+}
+
+#[test]
+fn packed_scalar_rows_are_staged_through_shared_memory() {
+    let strategy = |shape: &[usize], strides: &[isize], offset, reduce: &[usize], dtype| {
+        only(&plan(shape, strides, offset, reduce, dtype)).clone()
+    };
+    let staged = |l: &LaunchPlan| matches!(l.strategy, Strategy::ShortRows(r) if r.staged);
+    // 2^22 packed f32 rows of 7 fill a wave at 8 rows a thread, but 8 warps
+    // x 8 rows x a span of 32 x 28 B = 57344 B of stage is over 48 KiB: 4
+    // rows a thread, 28672 B. Rows of 3: 8 x 8 x 32 x 12 = 24576 B, so 8;
+    // rows of 5: 40960 B, so 8.
+    for (len, rows_per_thread, stage) in [(7usize, 4, 28672), (3, 8, 24576), (5, 8, 40960)] {
+        let l = strategy(&[1 << 22, len], &[len as isize, 1], 0, &[1], DType::F32);
+        assert!(staged(&l), "rows of {len}: {:?}", l.strategy);
+        assert!(l.config.stage_rows);
+        assert_eq!(
+            (l.config.rows_per_thread, l.shared_memory_bytes),
+            (rows_per_thread, stage),
+            "rows of {len}"
+        );
+        assert!(l.shared_memory_bytes <= SHORT_ROWS_STAGE_BYTES);
+    }
+    // Every dtype whose odd rows fit 32 bytes; kept dims that coalesce
+    // ([64, 300, 5]), a base 16 bytes in, a tail warp (1000 rows).
+    for (shape, offset, dtype) in [
+        (vec![100_000usize, 7], 0usize, DType::F16),
+        (vec![100_000, 3], 0, DType::F64),
+        (vec![100_000, 31], 0, DType::U8),
+        (vec![100_000, 3], 0, DType::Bool),
+        (vec![64, 300, 5], 0, DType::F32),
+        (vec![1000, 7], 4, DType::F32),
+        (vec![1000, 7], 8, DType::F16),
+    ] {
+        let strides = contiguous(&shape);
+        let l = strategy(&shape, &strides, offset, &[shape.len() - 1], dtype);
+        assert!(staged(&l), "{dtype} {shape:?} +{offset}: {:?}", l.strategy);
+    }
+    // Not staged: a base off 16 bytes (2 f32 in), rows with a gap between
+    // them (a column slice), kept dims out of memory order (a transposed
+    // view), and rows a vector fits.
+    let not_staged = [
+        (
+            vec![1000usize, 7],
+            vec![7isize, 1],
+            2usize,
+            vec![1usize],
+            DType::F32,
+        ),
+        (vec![1000, 7], vec![9, 1], 0, vec![1], DType::F32),
+        (vec![30, 40, 7], vec![7, 210, 1], 0, vec![2], DType::F32),
+        (vec![1000, 8], vec![8, 1], 0, vec![1], DType::F32),
+        (vec![1000, 6], vec![6, 1], 0, vec![1], DType::F16),
+    ];
+    for (shape, strides, offset, reduce, dtype) in not_staged {
+        let l = strategy(&shape, &strides, offset, &reduce, dtype);
+        assert!(
+            !staged(&l),
+            "{dtype} {shape:?} {strides:?} +{offset}: {:?}",
+            l.strategy
+        );
+        assert!(!l.config.stage_rows);
+    }
+    let p = plan(&[1 << 22, 7], &[7, 1], 0, &[1], DType::F32);
+    let text = p.to_string();
+    assert!(text.contains("28672 B of shared memory"), "{text}");
+    assert!(text.contains("16-byte aligned base"), "{text}");
 }
 
 #[test]
