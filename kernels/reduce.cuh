@@ -267,99 +267,65 @@ struct ReduceOp {
   // keeps HBM busy. The lanes of a row then combine by shuffles in a fixed
   // tree, so the result depends on the plan alone, as everywhere else.
   __device__ __forceinline__ void run_short_rows() const {
-    const ReduceConfig& config = this->config();
-    const ops_t op = ops();
-    const uint32_t lanes = config.lanes_per_row;
-    const uint32_t rows_per_warp = warpSize / lanes;
-    const uint32_t group = threadIdx.x / lanes;
-    const uint32_t lane = threadIdx.x - group * lanes;
-    const index_t first_row =
-        blockIdx.x * config.step_output * config.rows_per_thread + threadIdx.y * rows_per_warp + group;
-
-    bool live[kMaxRowsPerThread];
-    arg_t value[kMaxRowsPerThread];
-#pragma unroll
-    for (int r = 0; r < kMaxRowsPerThread; r++) {
-      const index_t row = first_row + r * config.step_output;
-      live[r] = r < (int)config.rows_per_thread && group < rows_per_warp && row < config.num_outputs;
-      value[r] = ident();
+    if (config().stage_rows) {
+      short_rows_staged();
+      return;
     }
-
-    // Only the loads depend on the width; the combine and the stores below
-    // are written once, not once per width (each store unrolls the
-    // OffsetCalculator over every dim, which made this kernel the slowest
-    // of its module to compile).
-    if (config.stage_rows) {
-      short_rows_staged(first_row, live, value);
-    } else {
-      switch (config.row_vec_size) {
-        case 1:
-          short_rows_reduce<1>(first_row, lane, lanes, live, value);
-          break;
-        case 2:
-          short_rows_reduce<2>(first_row, lane, lanes, live, value);
-          break;
-        case 4:
-          short_rows_reduce<4>(first_row, lane, lanes, live, value);
-          break;
-        case 8:
-          short_rows_reduce<8>(first_row, lane, lanes, live, value);
-          break;
-        case 16:
-          short_rows_reduce<16>(first_row, lane, lanes, live, value);
-          break;
-      }
-    }
-
-    // Lane l adds lane l + offset of its own row: after offsets 1, 2, 4, ...
-    // lane 0 of each row holds the whole row, for any lanes_per_row.
-    // Every lane shuffles (the mask is the full warp).
-    for (uint32_t offset = 1; offset < lanes; offset <<= 1) {
-#pragma unroll
-      for (int r = 0; r < kMaxRowsPerThread; r++) {
-        arg_t other = op.warp_shfl_down(value[r], offset);
-        if (lane + offset < lanes) {
-          value[r] = op.combine(value[r], other);
-        }
-      }
-    }
-
-    if (lane == 0) {
-#pragma unroll
-      for (int r = 0; r < kMaxRowsPerThread; r++) {
-        if (live[r]) {
-          Array<out_scalar_t*, 1> out;
-          Array<index_t, 1> out_elem;
-          Array<arg_t, 1>* acc = output_slots<1>(first_row + r * config.step_output, out, out_elem);
-          Array<arg_t, 1> result;
-          result[0] = value[r];
-          store_output<1>(result, acc, out, out_elem);
-        }
-      }
+    switch (config().row_vec_size) {
+      case 1:
+        short_rows<1>();
+        break;
+      case 2:
+        short_rows<2>();
+        break;
+      case 4:
+        short_rows<4>();
+        break;
+      case 8:
+        short_rows<8>();
+        break;
+      case 16:
+        short_rows<16>();
+        break;
     }
   }
 
-  // A lane's vectors of its rows, `lanes` vectors apart (one each when a
-  // row is a warp's loads or fewer; a row of its own, read vector by
-  // vector, when no vector fits it): every row's k-th load is issued
-  // before any is reduced.
   template <int W>
-  __device__ __forceinline__ void short_rows_reduce(index_t first_row, uint32_t lane, uint32_t lanes,
-                                                    const bool (&live)[kMaxRowsPerThread],
-                                                    arg_t (&value)[kMaxRowsPerThread]) const {
+  __device__ __forceinline__ void short_rows() const {
     // Only widths a 16-byte load holds and the planner can pick (it never
     // exceeds the op's input_vec_size).
     if constexpr (W <= input_vec_size && W * sizeof(scalar_t) <= 16) {
+      const ReduceConfig& config = this->config();
       const ops_t op = ops();
       using load_t = aligned_vector<scalar_t, W>;
-      const uint32_t vectors = config().num_inputs / (lanes * W);
+      const uint32_t lanes = config.lanes_per_row;
+      const uint32_t rows_per_warp = warpSize / lanes;
+      const uint32_t group = threadIdx.x / lanes;
+      const uint32_t lane = threadIdx.x - group * lanes;
+      const index_t first_row =
+          blockIdx.x * config.step_output * config.rows_per_thread + threadIdx.y * rows_per_warp + group;
+
+      bool live[kMaxRowsPerThread];
+      arg_t value[kMaxRowsPerThread];
+#pragma unroll
+      for (int r = 0; r < kMaxRowsPerThread; r++) {
+        const index_t row = first_row + r * config.step_output;
+        live[r] = r < (int)config.rows_per_thread && group < rows_per_warp && row < config.num_outputs;
+        value[r] = ident();
+      }
+
+      // A lane's vectors of its row, `lanes` vectors apart (one each when a
+      // row is a warp's loads or fewer; a row of its own, read vector by
+      // vector, when no vector fits it): every row's k-th load is issued
+      // before any is reduced.
+      const uint32_t vectors = config.num_inputs / (lanes * W);
       for (uint32_t k = 0; k < vectors; k++) {
         const uint32_t vector = k * lanes + lane;
         load_t values[kMaxRowsPerThread];
 #pragma unroll
         for (int r = 0; r < kMaxRowsPerThread; r++) {
           if (live[r]) {
-            const index_t row = first_row + r * config().step_output;
+            const index_t row = first_row + r * config.step_output;
             const char* row_start = reinterpret_cast<const char*>(args.src + args.output_calc.get(row)[1]);
             values[r] = reinterpret_cast<const load_t*>(row_start)[vector];
           }
@@ -374,21 +340,48 @@ struct ReduceOp {
           }
         }
       }
+
+      // Lane l adds lane l + offset of its own row: after offsets 1, 2, 4, ...
+      // lane 0 of each row holds the whole row, for any lanes_per_row.
+      // Every lane shuffles (the mask is the full warp).
+      for (uint32_t offset = 1; offset < lanes; offset <<= 1) {
+#pragma unroll
+        for (int r = 0; r < kMaxRowsPerThread; r++) {
+          arg_t other = op.warp_shfl_down(value[r], offset);
+          if (lane + offset < lanes) {
+            value[r] = op.combine(value[r], other);
+          }
+        }
+      }
+
+      if (lane == 0) {
+#pragma unroll
+        for (int r = 0; r < kMaxRowsPerThread; r++) {
+          if (live[r]) {
+            Array<out_scalar_t*, 1> out;
+            Array<index_t, 1> out_elem;
+            Array<arg_t, 1>* acc = output_slots<1>(first_row + r * config.step_output, out, out_elem);
+            Array<arg_t, 1> result;
+            result[0] = value[r];
+            store_output<1>(result, acc, out, out_elem);
+          }
+        }
+      }
     }
   }
 
   // ShortRows' packed scalar rows (a lane each, ShortRows::staged on the
-  // host): row i starts i * row_bytes past the base, so a warp's 32 rows
-  // are one span starting 16-byte aligned and no OffsetCalculator is
-  // needed to find them. The warp copies its spans into its slice of shared
-  // memory 16 bytes a lane at a time, every span of every row a thread
-  // takes before any is reduced (cp.async needs no registers for them);
-  // each lane then reduces its own rows from there, all of a thread's rows
-  // a step at a time. Each row is folded in the order the global path reads
-  // it. A thread whose last row's span runs past the last row (the tail)
-  // reads its rows from global memory instead.
-  __device__ __forceinline__ void short_rows_staged(index_t first_row, const bool (&live)[kMaxRowsPerThread],
-                                                    arg_t (&value)[kMaxRowsPerThread]) const {
+  // host), kept apart from short_rows: its vector paths ran 4-7% slower
+  // when they shared one combine and store with this one. Row i starts
+  // i * row_bytes past the base, so a warp's 32 rows are one span starting
+  // 16-byte aligned and no OffsetCalculator is needed to find them. The warp copies its spans into its slice of shared memory 16
+  // bytes a lane at a time, every span of every row a thread takes before
+  // any is reduced (cp.async needs no registers for them); each lane then
+  // folds its own rows from there, all of a thread's rows a step at a time,
+  // each in the order the global path reads it. A thread whose last row's
+  // span runs past the last row (the tail) reads its rows from global
+  // memory instead.
+  __device__ __forceinline__ void short_rows_staged() const {
     extern __shared__ __align__(16) unsigned char short_rows_stage[];
     const ReduceConfig& config = this->config();
     const ops_t op = ops();
@@ -397,9 +390,42 @@ struct ReduceOp {
     const uint32_t span_bytes = warpSize * row_bytes;
     const uint32_t rows = config.rows_per_thread;
     const uint32_t lane = threadIdx.x;
-    const index_t warp_row = first_row - lane;
+    const index_t warp_row = blockIdx.x * config.step_output * rows + threadIdx.y * warpSize;
+    const index_t first_row = warp_row + lane;
+    bool live[kMaxRowsPerThread];
+    arg_t value[kMaxRowsPerThread];
+#pragma unroll
+    for (int r = 0; r < kMaxRowsPerThread; r++) {
+      live[r] = r < (int)rows && first_row + r * config.step_output < config.num_outputs;
+      value[r] = ident();
+    }
     const bool whole = warp_row + (rows - 1) * config.step_output + warpSize <= config.num_outputs;
-    if (!whole) {
+    if (whole) {
+      unsigned char* stage = short_rows_stage + threadIdx.y * rows * span_bytes;
+#pragma unroll
+      for (int r = 0; r < kMaxRowsPerThread; r++) {
+        if (r < (int)rows) {
+          const char* span =
+              reinterpret_cast<const char*>(args.src + (warp_row + r * config.step_output) * row_bytes);
+          for (uint32_t chunk = lane; chunk < span_bytes / kShortRowsStageAlign; chunk += warpSize) {
+            copy_16_bytes_async(stage + r * span_bytes + chunk * kShortRowsStageAlign,
+                                span + chunk * kShortRowsStageAlign);
+          }
+        }
+      }
+      wait_async_copies();
+      __syncwarp();
+      const scalar_t* mine = reinterpret_cast<const scalar_t*>(stage) + lane * row_len;
+      const uint32_t span_len = warpSize * row_len;
+      for (uint32_t i = 0; i < row_len; i++) {
+#pragma unroll
+        for (int r = 0; r < kMaxRowsPerThread; r++) {
+          if (r < (int)rows) {
+            value[r] = op.reduce(value[r], mine[r * span_len + i], (int64_t)i);
+          }
+        }
+      }
+    } else {
 #pragma unroll
       for (int r = 0; r < kMaxRowsPerThread; r++) {
         if (live[r]) {
@@ -410,29 +436,17 @@ struct ReduceOp {
           }
         }
       }
-      return;
     }
-    unsigned char* stage = short_rows_stage + threadIdx.y * rows * span_bytes;
+    // A row is one lane's: no combine; each lane stores its own rows.
 #pragma unroll
     for (int r = 0; r < kMaxRowsPerThread; r++) {
-      if (r < (int)rows) {
-        const char* span = reinterpret_cast<const char*>(args.src + (warp_row + r * config.step_output) * row_bytes);
-        for (uint32_t chunk = lane; chunk < span_bytes / kShortRowsStageAlign; chunk += warpSize) {
-          copy_16_bytes_async(stage + r * span_bytes + chunk * kShortRowsStageAlign,
-                              span + chunk * kShortRowsStageAlign);
-        }
-      }
-    }
-    wait_async_copies();
-    __syncwarp();
-    const scalar_t* mine = reinterpret_cast<const scalar_t*>(stage) + lane * row_len;
-    const uint32_t span_len = warpSize * row_len;
-    for (uint32_t i = 0; i < row_len; i++) {
-#pragma unroll
-      for (int r = 0; r < kMaxRowsPerThread; r++) {
-        if (r < (int)rows) {
-          value[r] = op.reduce(value[r], mine[r * span_len + i], (int64_t)i);
-        }
+      if (live[r]) {
+        Array<out_scalar_t*, 1> out;
+        Array<index_t, 1> out_elem;
+        Array<arg_t, 1>* acc = output_slots<1>(first_row + r * config.step_output, out, out_elem);
+        Array<arg_t, 1> result;
+        result[0] = value[r];
+        store_output<1>(result, acc, out, out_elem);
       }
     }
   }
