@@ -374,13 +374,14 @@ struct ReduceOp {
   // host), kept apart from short_rows: its vector paths ran 4-7% slower
   // when they shared one combine and store with this one. Row i starts
   // i * row_bytes past the base, so a warp's 32 rows are one span starting
-  // 16-byte aligned and no OffsetCalculator is needed to find them. The warp copies its spans into its slice of shared memory 16
-  // bytes a lane at a time, every span of every row a thread takes before
-  // any is reduced (cp.async needs no registers for them); each lane then
-  // folds its own rows from there, all of a thread's rows a step at a time,
-  // each in the order the global path reads it. A thread whose last row's
-  // span runs past the last row (the tail) reads its rows from global
-  // memory instead.
+  // 16-byte aligned and no OffsetCalculator is needed to find them. The
+  // warp copies its spans into its slice of shared memory 16 bytes a lane
+  // at a time, every span of every row a thread takes before any is
+  // reduced (cp.async needs no registers for them); each lane then folds
+  // its own rows from there, all of a thread's rows a step at a time, each
+  // in the order the global path reads it. A thread whose last row's span
+  // runs past the last row (the tail) reads its rows from global memory
+  // instead.
   __device__ __forceinline__ void short_rows_staged() const {
     extern __shared__ __align__(16) unsigned char short_rows_stage[];
     const ReduceConfig& config = this->config();

@@ -109,9 +109,9 @@ pub struct ShortRows {
     /// the one before ends from a 16-byte aligned base: a warp's rows are
     /// then one aligned span, which the warp copies into shared memory with
     /// 16-byte copies before each lane reduces its own row from there. Read
-    /// scalar by scalar from global memory, a lane's loads are 4 to 28 bytes
-    /// apart and every load instruction touches all of the warp's sectors;
-    /// rows of 7 f32 then ran at 36% of the read.
+    /// scalar by scalar from global memory, neighbouring lanes' loads are a
+    /// row apart and every load instruction touches all of the warp's
+    /// sectors; rows of 7 f32 then ran at 36% of the read.
     pub staged: bool,
 }
 
@@ -312,9 +312,8 @@ fn short_rows_config(
         rows_per_thread /= 2;
     }
     if rows.staged {
-        // Fewer rows a thread until the block's spans fit its stage; the
-        // copies need no registers, so a thread's bytes in flight do not
-        // depend on its rows.
+        // Fewer rows a thread until the block's spans fit its stage: the
+        // copies hold no registers, so shared memory alone bounds them.
         config.stage_rows = true;
         config.rows_per_thread = rows_per_thread;
         while config.rows_per_thread > 1
