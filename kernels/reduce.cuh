@@ -355,17 +355,7 @@ struct ReduceOp {
       }
 
       if (lane == 0) {
-#pragma unroll
-        for (int r = 0; r < kMaxRowsPerThread; r++) {
-          if (live[r]) {
-            Array<out_scalar_t*, 1> out;
-            Array<index_t, 1> out_elem;
-            Array<arg_t, 1>* acc = output_slots<1>(first_row + r * config.step_output, out, out_elem);
-            Array<arg_t, 1> result;
-            result[0] = value[r];
-            store_output<1>(result, acc, out, out_elem);
-          }
-        }
+        store_rows(first_row, live, value);
       }
     }
   }
@@ -439,12 +429,19 @@ struct ReduceOp {
       }
     }
     // A row is one lane's: no combine; each lane stores its own rows.
+    store_rows(first_row, live, value);
+  }
+
+  // Stores a thread's live ShortRows rows, `step_output` rows apart from
+  // `first_row` (inlined into each path, so each keeps its own code).
+  __device__ __forceinline__ void store_rows(index_t first_row, const bool (&live)[kMaxRowsPerThread],
+                                             const arg_t (&value)[kMaxRowsPerThread]) const {
 #pragma unroll
     for (int r = 0; r < kMaxRowsPerThread; r++) {
       if (live[r]) {
         Array<out_scalar_t*, 1> out;
         Array<index_t, 1> out_elem;
-        Array<arg_t, 1>* acc = output_slots<1>(first_row + r * config.step_output, out, out_elem);
+        Array<arg_t, 1>* acc = output_slots<1>(first_row + r * config().step_output, out, out_elem);
         Array<arg_t, 1> result;
         result[0] = value[r];
         store_output<1>(result, acc, out, out_elem);

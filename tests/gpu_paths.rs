@@ -101,6 +101,26 @@ fn check(
         .unwrap_or_default()
 }
 
+/// Row sums of a `shape` tensor of small integers (seed `seed`), the rows
+/// narrowed to `(start, len)` when given, checked against the CPU bit for
+/// bit by [`check`]; returns the GPU plan's launches.
+fn check_row_sums(
+    dt: DType,
+    shape: [usize; 2],
+    narrow: Option<(usize, usize)>,
+    seed: u64,
+    dev: Device,
+    props: &DeviceProps,
+) -> Vec<LaunchPlan> {
+    let x = ints(&shape, dt, seed);
+    let view = |t: &Tensor| match narrow {
+        Some((start, len)) => t.narrow(1, start, len).unwrap(),
+        None => t.clone(),
+    };
+    let out = ReduceOp::Sum.output_dtype(dt, None).unwrap();
+    check(&x, view, &[1], out, dev, props)
+}
+
 fn any_launch(launches: &[LaunchPlan], pred: impl Fn(&LaunchPlan) -> bool) -> bool {
     launches.iter().any(pred)
 }
@@ -164,19 +184,7 @@ fn short_rows_strategy() {
         (DType::BF16, [30_000, 512], None),
         (DType::F32, [30_000, 204], Some((4, 200))),
     ] {
-        let x = ints(&shape, dt, 3);
-        let view = |t: &Tensor| match narrow {
-            Some((start, len)) => t.narrow(1, start, len).unwrap(),
-            None => t.clone(),
-        };
-        let l = check(
-            &x,
-            view,
-            &[1],
-            ReduceOp::Sum.output_dtype(dt, None).unwrap(),
-            dev,
-            &props,
-        );
+        let l = check_row_sums(dt, shape, narrow, 3, dev, &props);
         assert!(
             any_launch(&l, |l| l.config.lanes_per_row != 0),
             "{dt} {shape:?} did not take the short-rows strategy"
@@ -204,19 +212,7 @@ fn packed_short_rows_are_staged() {
         (DType::I32, [5_000, 5], None, true),
         (DType::F32, [300_000, 9], Some((1, 7)), false),
     ] {
-        let x = ints(&shape, dt, 5);
-        let view = |t: &Tensor| match narrow {
-            Some((start, len)) => t.narrow(1, start, len).unwrap(),
-            None => t.clone(),
-        };
-        let l = check(
-            &x,
-            view,
-            &[1],
-            ReduceOp::Sum.output_dtype(dt, None).unwrap(),
-            dev,
-            &props,
-        );
+        let l = check_row_sums(dt, shape, narrow, 5, dev, &props);
         assert!(
             any_launch(&l, |l| l.config.lanes_per_row == 1
                 && l.config.stage_rows == staged),

@@ -278,7 +278,7 @@ fn write_short_rows(
                 "{} B of shared memory: each warp copies its {} rows ({} B, one span) 16 B a lane at a time, every span of a thread's rows before any is reduced, and each lane reduces its row from there",
                 launch.shared_memory_bytes,
                 c.block_width,
-                c.block_width as usize * rows.row_len as usize * scalar.size_in_bytes()
+                super::strategy::short_rows_span_bytes(c, c.block_width, scalar.size_in_bytes() as u32)
             )
         } else {
             "no shared memory".to_string()

@@ -325,11 +325,14 @@ fn plan_launch(iter: TensorIterator, signature: &Signature, props: &DeviceProps)
         grid: config.grid(),
         block: config.block(),
         shared_memory_bytes: if config.stage_rows {
-            strategy::short_rows_stage_bytes(
+            // The planner keeps a stage within SHORT_ROWS_STAGE_BYTES; were
+            // it not, u32::MAX makes the launch fail, never run short.
+            let bytes = strategy::short_rows_stage_bytes(
                 &config,
                 props.warp_size,
                 signature.input.size_in_bytes() as u32,
-            )
+            );
+            u32::try_from(bytes).unwrap_or(u32::MAX)
         } else {
             config.shared_memory_size()
         },

@@ -249,10 +249,17 @@ fn rows_packed(iter: &TensorIterator, row_bytes: u64) -> bool {
     true
 }
 
-/// Bytes of shared memory a [`ShortRows::staged`] block needs: a span of
-/// a warp's rows per warp and per row a thread takes.
-pub fn short_rows_stage_bytes(config: &ReduceConfig, warp_size: u32, scalar_bytes: u32) -> u32 {
-    config.block_height * config.rows_per_thread * warp_size * config.num_inputs * scalar_bytes
+/// Bytes of one warp's span of [`ShortRows::staged`] rows, a row a lane.
+pub fn short_rows_span_bytes(config: &ReduceConfig, warp_size: u32, scalar_bytes: u32) -> u64 {
+    u64::from(warp_size) * u64::from(config.num_inputs) * u64::from(scalar_bytes)
+}
+
+/// Bytes of shared memory a [`ShortRows::staged`] block needs: a span per
+/// warp and per row a thread takes.
+pub fn short_rows_stage_bytes(config: &ReduceConfig, warp_size: u32, scalar_bytes: u32) -> u64 {
+    u64::from(config.block_height)
+        * u64::from(config.rows_per_thread)
+        * short_rows_span_bytes(config, warp_size, scalar_bytes)
 }
 
 /// Lanes for a row of `vectors` loads: the most lanes, at most a warp,
@@ -302,28 +309,25 @@ fn short_rows_config(
     config.row_vec_size = rows.row_vec_size;
     config.step_output = config.block_height * (props.warp_size / rows.lanes_per_row);
     let full_wave = short_rows_full_wave(props, config.num_threads);
-    let mut rows_per_thread = SHORT_ROWS_MAX_ROWS_PER_THREAD;
-    while rows_per_thread > 1
+    config.rows_per_thread = SHORT_ROWS_MAX_ROWS_PER_THREAD;
+    while config.rows_per_thread > 1
         && div_up(
             u64::from(num_outputs),
-            u64::from(config.step_output) * u64::from(rows_per_thread),
+            u64::from(config.step_output) * u64::from(config.rows_per_thread),
         ) < full_wave
     {
-        rows_per_thread /= 2;
+        config.rows_per_thread /= 2;
     }
     if rows.staged {
         // Fewer rows a thread until the block's spans fit its stage: the
         // copies hold no registers, so shared memory alone bounds them.
         config.stage_rows = true;
-        config.rows_per_thread = rows_per_thread;
         while config.rows_per_thread > 1
             && short_rows_stage_bytes(&config, props.warp_size, scalar_bytes)
-                > SHORT_ROWS_STAGE_BYTES
+                > u64::from(SHORT_ROWS_STAGE_BYTES)
         {
             config.rows_per_thread /= 2;
         }
-        return config;
     }
-    config.rows_per_thread = rows_per_thread;
     config
 }
