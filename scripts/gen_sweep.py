@@ -5,11 +5,12 @@
 
 The rule (the JSON carries it in "about" too):
 
-- Row lengths L = 1, 2, 3, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096, 65536,
-  as an inner reduction (shape [R, L], dims [1]) and an outer one (shape
-  [L, R], dims [0]), with R chosen so that the input is 256 MiB (128 MiB for
-  8-byte dtypes). f32 covers every L; f16, bf16, f64 and i64 cover
-  L = 2, 16, 128, 4096, 65536 (short rows, a warp, a block, long rows).
+- Row lengths L = 1, 2, 3, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096, 16384,
+  65536, as an inner reduction (shape [R, L], dims [1]) and an outer one
+  (shape [L, R], dims [0]), with R chosen so that the input is 256 MiB (128
+  MiB for 8-byte dtypes). f32 covers every L; f16, bf16, f64 and i64 cover
+  L = 2, 16, 128, 4096, 16384, 65536 (short rows, a warp, a block, long rows
+  with many rows and with few).
 - Odd row lengths 3, 5, 7 and 100 in f32, inner and outer (3 is in the list
   above already; its inner/outer twins are not repeated).
 - Multi-dim f32 cases: channel statistics (N, C, H, W over (0, 2, 3)) with
@@ -33,8 +34,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 MIB = 1 << 20
 ROTATE_BYTES = 128 * MIB
-LENGTHS = [1, 2, 3, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096, 65536]
-OTHER_DTYPE_LENGTHS = [2, 16, 128, 4096, 65536]
+LENGTHS = [1, 2, 3, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096, 16384, 65536]
+OTHER_DTYPE_LENGTHS = [2, 16, 128, 4096, 16384, 65536]
 ODD_LENGTHS = [5, 7, 100]
 ESIZE = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i64": 8}
 

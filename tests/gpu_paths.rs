@@ -192,6 +192,54 @@ fn short_rows_strategy() {
     }
 }
 
+/// Rows for just over half the device's warp slots: long rows (PyTorch's
+/// warps would split them) then take a warp each.
+fn rows_for_a_warp_each(props: &DeviceProps) -> usize {
+    (props.sm_count * (props.max_threads_per_sm / props.warp_size)) as usize / 2 + 5
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn row_per_warp_strategy() {
+    let Some((dev, props)) = gpu("row_per_warp_strategy") else {
+        return;
+    };
+    // Whole vectors, rows starting mid-vector (a head and a tail a row),
+    // and rows of 16-bit inputs twice as long.
+    let rows = rows_for_a_warp_each(&props);
+    for (dt, shape, narrow) in [
+        (DType::F32, [rows, 8192], None),
+        (DType::F16, [rows, 8200], Some((3, 8195))),
+        (DType::F64, [rows, 8192], None),
+        (DType::I64, [rows, 8200], Some((1, 8197))),
+        (DType::BF16, [rows, 16_384], None),
+        (DType::U8, [rows, 8192], Some((5, 8187))),
+    ] {
+        let l = check_row_sums(dt, shape, narrow, 9, dev, &props);
+        assert!(
+            any_launch(&l, |l| l.strategy == Strategy::RowPerWarp),
+            "{dt} {shape:?} {narrow:?} did not take a warp per row"
+        );
+    }
+}
+
+/// Every op on rows a warp each ([`Strategy::RowPerWarp`]), starting
+/// mid-vector, in the dtypes of each accumulator width.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn ops_on_rows_a_warp_each() {
+    let Some((dev, props)) = gpu("ops_on_rows_a_warp_each") else {
+        return;
+    };
+    let cases: [OpsCase; 1] = [(
+        vec![rows_for_a_warp_each(&props), 8200],
+        |t| t.narrow(1, 3, 8195).unwrap(),
+        vec![1],
+    )];
+    let dtypes = [DType::F32, DType::F16, DType::F64, DType::I64, DType::Bool];
+    ops_on_cases(dev, &ReduceOp::ALL, &dtypes, &cases);
+}
+
 #[test]
 #[ignore = "needs a CUDA device"]
 fn packed_short_rows_are_staged() {
@@ -670,8 +718,7 @@ fn ops_on_every_path(test: &str, ops: &[ReduceOp]) {
     let Some((dev, _props)) = gpu(test) else {
         return;
     };
-    type Case = (Vec<usize>, fn(&Tensor) -> Tensor, Vec<isize>);
-    let cases: [Case; 10] = [
+    let cases: [OpsCase; 10] = [
         (vec![64, 1028], |t| t.narrow(1, 1, 1027).unwrap(), vec![1]),
         (vec![1024, 96], |t| t.clone(), vec![0]),
         (vec![4096, 8], |t| t.clone(), vec![0]),
@@ -689,8 +736,17 @@ fn ops_on_every_path(test: &str, ops: &[ReduceOp]) {
         (vec![2048, 256], |t| t.clone(), vec![1]),
         (vec![2048, 128], |t| t.clone(), vec![1]),
     ];
+    ops_on_cases(dev, ops, &DType::ALL, &cases);
+}
+
+/// A base shape, the view of it to reduce, and the dims.
+type OpsCase = (Vec<usize>, fn(&Tensor) -> Tensor, Vec<isize>);
+
+/// `ops` on each of `dtypes` it takes and each case, as
+/// [`ops_on_every_path`] says.
+fn ops_on_cases(dev: Device, ops: &[ReduceOp], dtypes: &[DType], cases: &[OpsCase]) {
     for &op in ops {
-        for dt in DType::ALL {
+        for &dt in dtypes {
             if op.output_dtype(dt, None).is_err() {
                 continue;
             }

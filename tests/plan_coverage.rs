@@ -7,7 +7,7 @@
 use proptest::prelude::*;
 use std::collections::HashMap;
 use tensor_reduce::cuda::plan::simulate::{iterator_visits, simulate_launch, Visit};
-use tensor_reduce::cuda::plan::{DeviceProps, ReducePlan};
+use tensor_reduce::cuda::plan::{DeviceProps, ReducePlan, Strategy as PlanStrategy};
 use tensor_reduce::iter::TensorIterator;
 use tensor_reduce::reduce::ReduceOp;
 use tensor_reduce::DType;
@@ -291,6 +291,43 @@ fn the_short_rows_generator_reaches_every_load_width() {
     assert_eq!(seen.into_iter().collect::<Vec<_>>(), [1, 2, 4, 8]);
     assert!(vectors_per_lane.contains(&2), "{vectors_per_lane:?}");
     assert_eq!(staged, 3);
+}
+
+#[test]
+fn row_per_warp_launches_are_covered_exactly_once() {
+    // A device of 2 SMs of 1024 threads has 64 warp slots, so 32 rows or
+    // more of 8192 inputs and up take a warp each: rows starting mid-vector
+    // (the head and tail of each row, 8200 apart), rows not filling the
+    // last block, exactly vectors, and a reduced dim of stride 2 (no
+    // vectors).
+    let small = DeviceProps {
+        sm_count: 2,
+        max_threads_per_sm: 1024,
+        ..DeviceProps::h200()
+    };
+    for dtype in [DType::F16, DType::F32, DType::F64, DType::I32] {
+        for (shape, strides, offset) in [
+            ([37usize, 8195], [8200isize, 1], 3),
+            ([32, 8192], [8192, 1], 0),
+            ([40, 8192], [16_384, 2], 1),
+        ] {
+            let l = Layout {
+                shape: shape.to_vec(),
+                strides: strides.to_vec(),
+                offset,
+                mask: vec![false, true],
+            };
+            let plan = plan_layout(&l, dtype, &small);
+            let launch = &plan.launches[0];
+            assert_eq!(launch.strategy, PlanStrategy::RowPerWarp, "{l:?} {dtype}");
+            assert_eq!(
+                launch.config.vectorize_input,
+                strides[1] == 1,
+                "{l:?} {dtype}"
+            );
+            assert_eq!(check_plan(&plan), Ok(shape[0] * shape[1]), "{l:?} {dtype}");
+        }
+    }
 }
 
 #[test]

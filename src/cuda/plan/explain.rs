@@ -110,7 +110,7 @@ fn write_launch(
     let [bx, by, bz] = launch.block;
     let kernel = match launch.strategy {
         Strategy::ShortRows(_) => "short_rows_kernel".to_string(),
-        Strategy::PyTorch | Strategy::CtaSplit { .. } => format!(
+        Strategy::PyTorch | Strategy::CtaSplit { .. } | Strategy::RowPerWarp => format!(
             "reduce_kernel<nt={}, output_vec_size={}>",
             launch.nt, c.output_vec_size
         ),
@@ -207,7 +207,11 @@ fn write_launch(
         c.step_input,
         c.step_output
     )?;
-    writeln!(f, "  why:")?;
+    if launch.pytorch_config.is_some() {
+        writeln!(f, "  why (PyTorch's decisions, then ours):")?;
+    } else {
+        writeln!(f, "  why:")?;
+    }
     for line in why_lines(plan, launch) {
         writeln!(f, "    - {line}")?;
     }
@@ -225,6 +229,19 @@ fn write_launch(
             pt.grid()[0],
             pt.values_per_thread(),
             config::MIN_VALUES_PER_THREAD
+        )?;
+    }
+    if let (Strategy::RowPerWarp, Some(pt)) = (launch.strategy, &launch.pytorch_config) {
+        let props = &plan.props;
+        writeln!(
+            f,
+            "    - ours: PyTorch's warps would split each row ({} values a thread), a block and a block_y_reduce per row; {} rows are at least {}% of the {} warp slots of {} SMs → a warp per row, the block's {} warps on separate rows, no shared memory",
+            pt.values_per_thread(),
+            c.num_outputs,
+            super::ROW_PER_WARP_MIN_SLOTS_PERCENT,
+            super::strategy::warp_slots(props),
+            props.sm_count,
+            c.block_height
         )?;
     }
     Ok(())
@@ -344,9 +361,10 @@ fn write_short_rows(
     )
 }
 
-/// The reasons, in the order `setReduceConfig` decides.
+/// The reasons, in the order `setReduceConfig` decides, for PyTorch's
+/// config (where a strategy of ours replaced it, the caller says why).
 pub(super) fn why_lines(plan: &ReducePlan, launch: &LaunchPlan) -> Vec<String> {
-    let c = &launch.config;
+    let c = launch.pytorch_config.as_ref().unwrap_or(&launch.config);
     let d = &launch.decisions;
     let scalar = plan.signature.input;
     let scalar_size = scalar.size_in_bytes() as i64;

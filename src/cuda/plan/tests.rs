@@ -661,3 +661,57 @@ fn cta_split_where_pytorch_leaves_sms_idle() {
         assert_eq!(l.strategy, Strategy::PyTorch, "{shape:?}");
     }
 }
+
+#[test]
+fn row_per_warp_where_rows_fill_half_the_warp_slots() {
+    // [8192, 8192] f16: PyTorch's block (32, 16) leaves a lane 8192 / 32 =
+    // 256 values, at its threshold min(16·16, 256) = 256, so its warps split
+    // each row: 8192 CTAs, input_mult [1, 32, 0], step_input 32·16 = 512.
+    // 8192 rows are at least half of the H200's 132·2048/32 = 8448 warp
+    // slots (4224): a warp per row, 16 rows a block, 8192/16 = 512 CTAs,
+    // step_input 32, output_mult[y] = 1, and no shared memory.
+    let shape = [8192, 8192];
+    let p = plan(&shape, &contiguous(&shape), 0, &[1], DType::F16);
+    let l = only(&p);
+    assert_eq!(l.strategy, Strategy::RowPerWarp);
+    let pt = l.pytorch_config.expect("PyTorch's config is kept");
+    assert_eq!(
+        (pt.grid(), pt.input_mult, pt.step_input),
+        ([8192, 1, 1], [1, 32, 0], 512)
+    );
+    let c = l.config;
+    assert_eq!(
+        (l.grid, l.block, l.shared_memory_bytes),
+        ([512, 1, 1], [32, 16, 1], 0)
+    );
+    assert_eq!(
+        (c.input_mult, c.output_mult, c.step_input, c.step_output),
+        ([1, 0, 0], [0, 1], 32, 16)
+    );
+    assert!(c.vectorize_input && c.values_per_thread() == 256);
+
+    // 4223 rows are under half the slots: PyTorch's split stays.
+    for (rows, ours) in [(4223, false), (4224, true)] {
+        let shape = [rows, 8192];
+        let p = plan(&shape, &contiguous(&shape), 0, &[1], DType::F32);
+        assert_eq!(only(&p).strategy == Strategy::RowPerWarp, ours, "{rows}");
+    }
+    // Every other input of [8192, 16384] f16: no vectors (a 4-byte
+    // stride), the same 256 values a lane, a warp a row all the same.
+    let p = plan(&[8192, 8192], &[16_384, 2], 0, &[1], DType::F16);
+    let l = only(&p);
+    assert_eq!(l.strategy, Strategy::RowPerWarp);
+    assert!(!l.config.vectorize_input);
+    // Rows of 4096 (128 values a lane: PyTorch does not split) and 4 rows
+    // of 2^20 (split across warps and CTAs) are not ours to change.
+    for shape in [[8192, 4096], [4, 1 << 20]] {
+        let p = plan(&shape, &contiguous(&shape), 0, &[1], DType::F32);
+        assert!(
+            matches!(
+                only(&p).strategy,
+                Strategy::PyTorch | Strategy::CtaSplit { .. }
+            ),
+            "{shape:?}"
+        );
+    }
+}
