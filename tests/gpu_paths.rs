@@ -121,6 +121,29 @@ fn check_row_sums(
     check(&x, view, &[1], out, dev, props)
 }
 
+/// A row-sums case: the dtype, `[rows, row length]` and the narrowing of
+/// the rows, as [`check_row_sums`] takes them.
+type RowsCase = (DType, [usize; 2], Option<(usize, usize)>);
+
+/// [`check_row_sums`] on every case; each plan must have a launch that
+/// `took` (the path named `path` in the failure).
+fn rows_take_path(
+    cases: &[RowsCase],
+    seed: u64,
+    dev: Device,
+    props: &DeviceProps,
+    path: &str,
+    took: impl Fn(&LaunchPlan) -> bool,
+) {
+    for &(dt, shape, narrow) in cases {
+        let l = check_row_sums(dt, shape, narrow, seed, dev, props);
+        assert!(
+            any_launch(&l, &took),
+            "{dt} {shape:?} {narrow:?} did not take {path}: {l:?}"
+        );
+    }
+}
+
 fn any_launch(launches: &[LaunchPlan], pred: impl Fn(&LaunchPlan) -> bool) -> bool {
     launches.iter().any(pred)
 }
@@ -131,28 +154,17 @@ fn input_vectorized_contiguous_rows() {
     let Some((dev, props)) = gpu("input_vectorized_contiguous_rows") else {
         return;
     };
-    for (dt, n) in [
-        (DType::F32, 4096),
-        (DType::F16, 1000),
-        (DType::BF16, 4099),
-        (DType::F64, 777),
-        (DType::I32, 3001),
-        (DType::U8, 4096),
-    ] {
-        let x = ints(&[37, n], dt, 1);
-        let l = check(
-            &x,
-            |t| t.clone(),
-            &[1],
-            ReduceOp::Sum.output_dtype(dt, None).unwrap(),
-            dev,
-            &props,
-        );
-        assert!(
-            any_launch(&l, |l| l.config.vectorize_input),
-            "{dt} [37, {n}].sum(1) did not vectorize the input"
-        );
-    }
+    let cases = [
+        (DType::F32, [37, 4096], None),
+        (DType::F16, [37, 1000], None),
+        (DType::BF16, [37, 4099], None),
+        (DType::F64, [37, 777], None),
+        (DType::I32, [37, 3001], None),
+        (DType::U8, [37, 4096], None),
+    ];
+    rows_take_path(&cases, 1, dev, &props, "vectorized input", |l| {
+        l.config.vectorize_input
+    });
 }
 
 #[test]
@@ -166,7 +178,7 @@ fn short_rows_strategy() {
     // boundary (a narrowed view), short rows no vector fits, which take a
     // lane each, and rows of two warps of loads (two vectors a lane, a
     // warp or 25 lanes per row).
-    for (dt, shape, narrow) in [
+    let cases = [
         (DType::F32, [1 << 20, 4], None),
         (DType::F32, [600_000, 7], None),
         (DType::F32, [300_000, 16], Some((1, 15))),
@@ -183,13 +195,10 @@ fn short_rows_strategy() {
         (DType::F64, [60_000, 128], None),
         (DType::BF16, [30_000, 512], None),
         (DType::F32, [30_000, 204], Some((4, 200))),
-    ] {
-        let l = check_row_sums(dt, shape, narrow, 3, dev, &props);
-        assert!(
-            any_launch(&l, |l| l.config.lanes_per_row != 0),
-            "{dt} {shape:?} did not take the short-rows strategy"
-        );
-    }
+    ];
+    rows_take_path(&cases, 3, dev, &props, "the short-rows strategy", |l| {
+        l.config.lanes_per_row != 0
+    });
 }
 
 /// Rows for just over half the device's warp slots: long rows (PyTorch's
@@ -207,20 +216,17 @@ fn row_per_warp_strategy() {
     // Whole vectors, rows starting mid-vector (a head and a tail a row),
     // and rows of 16-bit inputs twice as long.
     let rows = rows_for_a_warp_each(&props);
-    for (dt, shape, narrow) in [
+    let cases = [
         (DType::F32, [rows, 8192], None),
         (DType::F16, [rows, 8200], Some((3, 8195))),
         (DType::F64, [rows, 8192], None),
         (DType::I64, [rows, 8200], Some((1, 8197))),
         (DType::BF16, [rows, 16_384], None),
         (DType::U8, [rows, 8192], Some((5, 8187))),
-    ] {
-        let l = check_row_sums(dt, shape, narrow, 9, dev, &props);
-        assert!(
-            any_launch(&l, |l| l.strategy == Strategy::RowPerWarp),
-            "{dt} {shape:?} {narrow:?} did not take a warp per row"
-        );
-    }
+    ];
+    rows_take_path(&cases, 9, dev, &props, "a warp per row", |l| {
+        l.strategy == Strategy::RowPerWarp
+    });
 }
 
 /// Every op on rows a warp each ([`Strategy::RowPerWarp`]), starting
@@ -249,24 +255,23 @@ fn packed_short_rows_are_staged() {
     // Packed rows no vector fits, of every element size, with a partial
     // last warp where the row count is not a multiple of 32; and rows of 7
     // with a gap between them, which a lane reads from global memory.
-    for (dt, shape, narrow, staged) in [
-        (DType::F32, [600_001usize, 7], None, true),
-        (DType::F16, [300_000, 7], None, true),
-        (DType::BF16, [300_017, 15], None, true),
-        (DType::U8, [300_000, 31], None, true),
-        (DType::Bool, [300_005, 3], None, true),
-        (DType::F64, [300_001, 3], None, true),
-        (DType::I64, [400_000, 3], None, true),
-        (DType::I32, [5_000, 5], None, true),
-        (DType::F32, [300_000, 9], Some((1, 7)), false),
-    ] {
-        let l = check_row_sums(dt, shape, narrow, 5, dev, &props);
-        assert!(
-            any_launch(&l, |l| l.config.lanes_per_row == 1
-                && l.config.stage_rows == staged),
-            "{dt} {shape:?} {narrow:?}: expected a lane per row, staged: {staged}"
-        );
-    }
+    let packed = [
+        (DType::F32, [600_001, 7], None),
+        (DType::F16, [300_000, 7], None),
+        (DType::BF16, [300_017, 15], None),
+        (DType::U8, [300_000, 31], None),
+        (DType::Bool, [300_005, 3], None),
+        (DType::F64, [300_001, 3], None),
+        (DType::I64, [400_000, 3], None),
+        (DType::I32, [5_000, 5], None),
+    ];
+    rows_take_path(&packed, 5, dev, &props, "a lane per row, staged", |l| {
+        l.config.lanes_per_row == 1 && l.config.stage_rows
+    });
+    let gaps = [(DType::F32, [300_000, 9], Some((1, 7)))];
+    rows_take_path(&gaps, 5, dev, &props, "a lane per row, unstaged", |l| {
+        l.config.lanes_per_row == 1 && !l.config.stage_rows
+    });
 }
 
 #[test]
