@@ -514,15 +514,23 @@ struct ReduceOp {
   template <int nt, int output_vec_size>
   __device__ __forceinline__ Array<arg_t, output_vec_size> thread_reduce(const scalar_t* data) const {
     const ReduceConfig& config = this->config();
-    if (config.vectorize_input) {
-      // The planner only vectorises the input with output_vec_size == 1.
-      Array<arg_t, output_vec_size> result;
-      result[0] = input_vectorized_thread_reduce_impl<nt>(data);
-#pragma unroll
-      for (int i = 1; i < output_vec_size; i++) {
-        result[i] = ident();
+    // The planner only vectorises the input with output_vec_size == 1, so
+    // the other kernels do not carry the vector paths.
+    if constexpr (output_vec_size == 1) {
+      if (config.vectorize_input) {
+        Array<arg_t, 1> result;
+        if (args.input_calc.dims == 1) {
+          result[0] = input_vectorized_thread_reduce_impl<nt, true>(data, [](index_t idx) { return idx; });
+        } else {
+          // Strategy::VectorizedDims: vector `idx` starts at input
+          // `idx * input_vec_size` of the reduced dims, which the planner
+          // made aligned and inside one run of the fastest dim.
+          result[0] = input_vectorized_thread_reduce_impl<nt, false>(data, [&](index_t idx) {
+            return args.input_calc.get(idx * input_vec_size)[0] / (index_t)(sizeof(scalar_t) * input_vec_size);
+          });
+        }
+        return result;
       }
-      return result;
     }
     const index_t element_stride = args.input_calc.strides_[0][0] / sizeof(scalar_t);
     const bool is_contiguous = args.input_calc.dims == 1 && element_stride == 1;
@@ -536,14 +544,18 @@ struct ReduceOp {
     }
   }
 
-  // Contiguous inputs of one output, read input_vec_size at a time. The
-  // vector loads need an aligned start, so the elements before the first
-  // aligned address (the head) are read one by one by the lanes that own
-  // them in the aligned grid, and the elements after the last whole vector
-  // (the tail) by the first lanes; only one row/CTA (should_reduce_tail)
-  // reads either, so nothing is counted twice.
-  template <int nt>
-  __device__ __forceinline__ arg_t input_vectorized_thread_reduce_impl(const scalar_t* data) const {
+  // The inputs of one output, read input_vec_size at a time; `vector_at`
+  // maps a vector's index to its position in vectors from `data`. One
+  // contiguous reduced dim (`contiguous`, PyTorch's case): the vector
+  // loads need an aligned start, so the elements before the first aligned
+  // address (the head) are read one by one by the lanes that own them in
+  // the aligned grid, and the elements after the last whole vector (the
+  // tail) by the first lanes; only one row/CTA (should_reduce_tail) reads
+  // either, so nothing is counted twice. Several reduced dims come aligned
+  // and in whole vectors (Strategy::VectorizedDims), with neither.
+  template <int nt, bool contiguous, typename vector_calc_t>
+  __device__ __forceinline__ arg_t input_vectorized_thread_reduce_impl(const scalar_t* data,
+                                                                       vector_calc_t vector_at) const {
     const ReduceConfig& config = this->config();
     const ops_t op = ops();
     index_t end = config.num_inputs;
@@ -551,7 +563,7 @@ struct ReduceOp {
     arg_t value = ident();
     constexpr int align_bytes = alignof(aligned_vector<scalar_t, input_vec_size>);
     constexpr int align_elements = align_bytes / sizeof(scalar_t);
-    int shift = (int)(((uint64_t)data) % align_bytes / sizeof(scalar_t));
+    int shift = contiguous ? (int)(((uint64_t)data) % align_bytes / sizeof(scalar_t)) : 0;
     if (shift > 0) {
       data -= shift;
       end += shift;
@@ -588,7 +600,7 @@ struct ReduceOp {
       load_t batch[kLoadsInFlight];
 #pragma unroll
       for (int u = 0; u < kLoadsInFlight; u++) {
-        batch[u] = vectors[idx + u * stride];
+        batch[u] = vectors[vector_at(idx + u * stride)];
       }
 #pragma unroll
       for (int u = 0; u < kLoadsInFlight; u++) {
@@ -602,7 +614,7 @@ struct ReduceOp {
     }
 
     while ((uint64_t)idx * input_vec_size + input_vec_size - 1 < (uint64_t)end) {
-      const load_t values_vec = vectors[idx];
+      const load_t values_vec = vectors[vector_at(idx)];
 #pragma unroll
       for (int i = 0; i < input_vec_size; i++) {
         value_list[i] = op.reduce(value_list[i], values_vec.val[i], (int64_t)shift + (int64_t)idx * input_vec_size + i);
@@ -611,7 +623,7 @@ struct ReduceOp {
     }
 
     index_t tail_start = end - end % input_vec_size;
-    if (config.should_reduce_tail()) {
+    if (contiguous && config.should_reduce_tail()) {
       index_t tail_idx = tail_start + threadIdx.x;
       if (tail_idx < end) {
         value_list[0] = op.reduce(value_list[0], data[tail_idx], (int64_t)tail_idx + shift);

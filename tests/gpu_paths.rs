@@ -246,6 +246,69 @@ fn ops_on_rows_a_warp_each() {
     ops_on_cases(dev, &ReduceOp::ALL, &dtypes, &cases);
 }
 
+/// Channel statistics and other reductions over several dims whose fastest
+/// reduced dim takes vector loads ([`Strategy::VectorizedDims`]): every
+/// output on its own CTAs, outputs split across CTAs, a kept dim between
+/// the reduced ones, and a channel slice, in each load width.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn vectorized_dims_strategy() {
+    let Some((dev, props)) = gpu("vectorized_dims_strategy") else {
+        return;
+    };
+    type View = fn(&Tensor) -> Tensor;
+    let cases: [(&[usize], View, &[isize]); 5] = [
+        (&[16, 96, 16, 16], |t| t.clone(), &[0, 2, 3]),
+        (&[64, 32, 32, 32], |t| t.clone(), &[0, 2, 3]),
+        (&[4, 3, 64, 64], |t| t.clone(), &[0, 2, 3]),
+        (&[6, 40, 8, 32], |t| t.clone(), &[0, 3]),
+        (
+            &[8, 20, 24, 16],
+            |t| t.narrow(1, 3, 16).unwrap(),
+            &[0, 2, 3],
+        ),
+    ];
+    for dt in [
+        DType::F32,
+        DType::F16,
+        DType::BF16,
+        DType::F64,
+        DType::I64,
+        DType::I32,
+        DType::U8,
+    ] {
+        for (i, (shape, view, dims)) in cases.iter().enumerate() {
+            let x = ints(shape, dt, 70 + i as u64);
+            let out = ReduceOp::Sum.output_dtype(dt, None).unwrap();
+            let l = check(&x, view, dims, out, dev, &props);
+            assert!(
+                any_launch(&l, |l| matches!(
+                    l.strategy,
+                    Strategy::VectorizedDims { .. }
+                ) && l.config.vectorize_input),
+                "{dt} {shape:?} over {dims:?} did not take VectorizedDims: {l:?}"
+            );
+        }
+    }
+}
+
+/// Every op over channel statistics with vector loads across the reduced
+/// dims ([`Strategy::VectorizedDims`]), with and without a CTA split, in
+/// the dtypes of each accumulator width.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn ops_on_vectorized_dims() {
+    let Some((dev, _props)) = gpu("ops_on_vectorized_dims") else {
+        return;
+    };
+    let cases: [OpsCase; 2] = [
+        (vec![4, 16, 8, 16], |t| t.clone(), vec![0, 2, 3]),
+        (vec![64, 8, 32, 32], |t| t.clone(), vec![0, 2, 3]),
+    ];
+    let dtypes = [DType::F32, DType::F16, DType::F64, DType::I64, DType::Bool];
+    ops_on_cases(dev, &ReduceOp::ALL, &dtypes, &cases);
+}
+
 #[test]
 #[ignore = "needs a CUDA device"]
 fn packed_short_rows_are_staged() {
@@ -424,11 +487,13 @@ fn cta_split_global_reduce() {
             "{dt} columns: {l:?}"
         );
         // Channel statistics of a small batch: PyTorch's plan leaves SMs
-        // without a CTA, so ours splits each channel across CTAs.
-        let x = ints(&[32, 64, 28, 28], dt, 10);
+        // without a CTA, so ours splits each channel across CTAs. (Rows of
+        // the image one element in, so that no vector load is aligned:
+        // vectorised, the split is VectorizedDims', tested below.)
+        let x = ints(&[32, 64, 28, 29], dt, 10);
         let l = check(
             &x,
-            |t| t.clone(),
+            |t| t.narrow(3, 1, 28).unwrap(),
             &[0, 2, 3],
             ReduceOp::Sum.output_dtype(dt, None).unwrap(),
             dev,

@@ -293,6 +293,103 @@ fn the_short_rows_generator_reaches_every_load_width() {
     assert_eq!(staged, 3);
 }
 
+/// Channel statistics, `(N, C, H, W)` over `(0, 2, 3)`, of a base with
+/// `pad_w` extra columns a row, `pad_c` extra elements a channel and the
+/// first `offset` elements skipped: whole vectors or not, each stride
+/// aligned or not, and a kept `H` (over `(0, 3)`) for a third layout.
+fn channel_stats_layout() -> impl Strategy<Value = Layout> {
+    (
+        (1usize..=6, 1usize..=5, 1usize..=12, 1usize..=40),
+        (0usize..=2, 0usize..=8, 0usize..=8),
+        any::<bool>(),
+    )
+        .prop_map(|((n, c, h, w), (pad_w, pad_c, offset), keep_h)| {
+            let row = w + pad_w;
+            let channel = h * row + pad_c;
+            Layout {
+                shape: vec![n, c, h, w],
+                strides: vec![(c * channel) as isize, channel as isize, row as isize, 1],
+                offset,
+                mask: vec![true, false, !keep_h, true],
+            }
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn channel_stats_launches_are_covered_exactly_once(l in channel_stats_layout(), dtype in dtype(), props in device()) {
+        let plan = plan_layout(&l, dtype, &props);
+        if let Err(e) = check_plan(&plan) {
+            return Err(TestCaseError::fail(format!("{e}\nplan: {:#?}", plan.launches[0].config)));
+        }
+    }
+}
+
+#[test]
+fn vectorized_dims_launches_are_covered_exactly_once() {
+    // Channel statistics that take vector loads across their reduced dims:
+    // 1, 2, 4 and 8 vectors of the fastest dim a run, a kept H, channels
+    // padded to keep alignment, with and without the CTA split (a device
+    // of 2 SMs; the H200), in every width the ops load. The generator
+    // above reaches these layouts too; here they are checked to take the
+    // strategy as well as to be covered.
+    let small = DeviceProps {
+        sm_count: 2,
+        max_threads_per_sm: 1024,
+        ..DeviceProps::h200()
+    };
+    let mut split = [0; 2];
+    for dtype in [DType::F16, DType::F32, DType::F64, DType::I32, DType::U8] {
+        for (shape, strides, mask) in [
+            (
+                [4usize, 3, 8, 8],
+                [192isize, 64, 8, 1],
+                [true, false, true, true],
+            ),
+            ([5, 2, 4, 16], [128, 64, 16, 1], [true, false, true, true]),
+            (
+                [3, 4, 2, 32],
+                [4 * 96, 96, 32, 1],
+                [true, false, true, true],
+            ),
+            (
+                [6, 3, 8, 64],
+                [3 * 512, 512, 64, 1],
+                [true, false, false, true],
+            ),
+            (
+                [2, 2, 64, 128],
+                [2 * 8256, 8256, 128, 1],
+                [true, false, true, true],
+            ),
+        ] {
+            for props in [&small, &DeviceProps::h200()] {
+                let l = Layout {
+                    shape: shape.to_vec(),
+                    strides: strides.to_vec(),
+                    offset: 0,
+                    mask: mask.to_vec(),
+                };
+                let plan = plan_layout(&l, dtype, props);
+                let launch = &plan.launches[0];
+                let PlanStrategy::VectorizedDims { cta_split } = launch.strategy else {
+                    panic!("{l:?} {dtype}: {:?}", launch.strategy);
+                };
+                split[usize::from(cta_split.is_some())] += 1;
+                assert!(launch.config.vectorize_input);
+                assert_eq!(
+                    check_plan(&plan),
+                    Ok(shape.iter().product()),
+                    "{l:?} {dtype}"
+                );
+            }
+        }
+    }
+    assert!(split[0] > 0 && split[1] > 0, "{split:?}");
+}
+
 #[test]
 fn row_per_warp_launches_are_covered_exactly_once() {
     // A device of 2 SMs of 1024 threads has 64 warp slots, so 32 rows or

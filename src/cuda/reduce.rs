@@ -264,6 +264,17 @@ fn check_alignment(args: &ReduceArgs, l: &LaunchPlan, input: DType) -> Result<()
             1u64 << args.src.trailing_zeros().min(63)
         )));
     }
+    if c.vectorize_input && l.iter.num_reduce_dims() > 1 {
+        // Several reduced dims have no misaligned head to read.
+        let align = u64::from(c.input_vec_size) * input.size_in_bytes() as u64;
+        if args.src % align != 0 {
+            return Err(Error::Unsupported(format!(
+                "plan loads {} inputs at a time across reduced dims but the input address is only {}-byte aligned",
+                c.input_vec_size,
+                1u64 << args.src.trailing_zeros().min(63)
+            )));
+        }
+    }
     if c.vectorize_input && c.output_vec_size != 1 {
         return Err(Error::Unsupported(
             "plan vectorises both input and output".into(),

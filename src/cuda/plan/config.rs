@@ -335,6 +335,27 @@ pub fn set_reduce_config(
     signature: &Signature,
     props: &DeviceProps,
 ) -> (ReduceConfig, Decisions) {
+    reduce_config(iter, signature, props, false)
+}
+
+/// `setReduceConfig` with its vectorised loads open to several reduced
+/// dims (PyTorch takes them with one reduced dim only): the config of
+/// [`super::Strategy::VectorizedDims`], for an iterator that
+/// `vectorizable_dims` accepted. Every other decision is the port's.
+pub(super) fn set_reduce_config_vectorizing_dims(
+    iter: &TensorIterator,
+    signature: &Signature,
+    props: &DeviceProps,
+) -> ReduceConfig {
+    reduce_config(iter, signature, props, true).0
+}
+
+fn reduce_config(
+    iter: &TensorIterator,
+    signature: &Signature,
+    props: &DeviceProps,
+    vectorize_several_dims: bool,
+) -> (ReduceConfig, Decisions) {
     let num_outputs = iter.num_output_elements() as u64;
     let inputs_per_output = iter.numel() as u64 / num_outputs;
     let scalar_size = signature.input.size_in_bytes() as i64;
@@ -367,7 +388,10 @@ pub fn set_reduce_config(
     // Loads only: a lane's vector holds inputs of one output ("along
     // input") or one input of consecutive outputs ("along output").
     if fastest_moving_stride == scalar_size {
-        if reduction_on_fastest_striding_dimension && dim0 >= 128 && nrd == 1 {
+        if reduction_on_fastest_striding_dimension
+            && dim0 >= 128
+            && (nrd == 1 || vectorize_several_dims)
+        {
             config.vectorize_input = true;
             dim0 /= u64::from(config.input_vec_size);
         } else if !reduction_on_fastest_striding_dimension {

@@ -110,7 +110,10 @@ fn write_launch(
     let [bx, by, bz] = launch.block;
     let kernel = match launch.strategy {
         Strategy::ShortRows(_) => "short_rows_kernel".to_string(),
-        Strategy::PyTorch | Strategy::CtaSplit { .. } | Strategy::RowPerWarp => format!(
+        Strategy::PyTorch
+        | Strategy::CtaSplit { .. }
+        | Strategy::RowPerWarp
+        | Strategy::VectorizedDims { .. } => format!(
             "reduce_kernel<nt={}, output_vec_size={}>",
             launch.nt, c.output_vec_size
         ),
@@ -230,6 +233,28 @@ fn write_launch(
             pt.values_per_thread(),
             config::MIN_VALUES_PER_THREAD
         )?;
+    }
+    if let (Strategy::VectorizedDims { cta_split }, Some(pt)) =
+        (launch.strategy, &launch.pytorch_config)
+    {
+        let it = &launch.iter;
+        writeln!(
+            f,
+            "    - ours: PyTorch vectorises loads over one reduced dim only, and {} are reduced; the fastest ({} inputs, contiguous) holds whole vectors of {} and every other stride keeps them aligned → each lane loads {} inputs at once through the input OffsetCalculator ({} values a thread, PyTorch's {})",
+            it.num_reduce_dims(),
+            it.shape()[0],
+            c.input_vec_size,
+            c.input_vec_size,
+            c.values_per_thread(),
+            pt.values_per_thread()
+        )?;
+        if let Some(ctas) = cta_split {
+            writeln!(
+                f,
+                "    - ours: that grid leaves SMs of the {} without a CTA → {ctas} CTAs per output, as under CtaSplit",
+                plan.props.sm_count
+            )?;
+        }
     }
     if let (Strategy::RowPerWarp, Some(pt)) = (launch.strategy, &launch.pytorch_config) {
         let props = &plan.props;

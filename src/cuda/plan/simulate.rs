@@ -11,7 +11,9 @@
 //!   `output_vec_size` consecutive elements at `offset / output_vec_size`;
 //! - `input_vectorized_thread_reduce_impl`: the misaligned head (`shift`,
 //!   read by lanes `shift <= x < input_vec_size` that `should_reduce_tail`),
-//!   the aligned `input_vec_size`-wide main loop, and the scalar tail;
+//!   the aligned `input_vec_size`-wide main loop, and the scalar tail; over
+//!   several reduced dims, each vector found through the input offset
+//!   calculator, which must leave it aligned and inside one run;
 //! - where values go: a value joins the output of the group's storing thread
 //!   (lane 0 under block_x_reduce, warp 0 under block_y_reduce), element `j`
 //!   of an output vector to output `output_idx + j`;
@@ -73,10 +75,10 @@ pub fn simulate_launch(
     let output_at =
         |o: u32| out_base + offsets(it, nrd..ndim, u64::from(o), TensorIterator::OUTPUT);
     if c.vectorize_input
-        && (ovs != 1 || nrd != 1 || it.strides(TensorIterator::INPUT)[0] as u64 != scalar_size)
+        && (ovs != 1 || nrd == 0 || it.strides(TensorIterator::INPUT)[0] as u64 != scalar_size)
     {
         return Err(
-            "vectorize_input needs output_vec_size 1 and one contiguous reduced dim".into(),
+            "vectorize_input needs output_vec_size 1 and a contiguous fastest reduced dim".into(),
         );
     }
     if c.lanes_per_row != 0 {
@@ -112,7 +114,16 @@ pub fn simulate_launch(
                             input,
                         })
                     };
-                    if c.vectorize_input {
+                    if c.vectorize_input && nrd > 1 {
+                        vectorized_dims_reads(
+                            launch,
+                            scalar_size,
+                            slice,
+                            thread,
+                            block,
+                            &mut |a| read(0, a),
+                        )?;
+                    } else if c.vectorize_input {
                         vectorized_reads(launch, scalar_size, slice, thread, block, &mut |a| {
                             read(0, a)
                         });
@@ -313,6 +324,51 @@ fn vectorized_reads(
     if tail_owner && tail_start + tx < end {
         read(data + (tail_start + tx) * s);
     }
+}
+
+/// `input_vectorized_thread_reduce_impl`'s reads over several reduced dims
+/// (`Strategy::VectorizedDims`) for one thread whose inputs start at byte
+/// `slice`: vector `idx` is the `input_vec_size` bytes-wide load at the
+/// offset of input `idx * input_vec_size`, with no head and no tail. The
+/// kernel loads it whole, so it must be aligned, the reduced inputs must be
+/// whole vectors, and the vector's inputs must be where the iterator puts
+/// inputs `idx * input_vec_size + i`; anything else is an error.
+fn vectorized_dims_reads(
+    launch: &LaunchPlan,
+    s: u64,
+    slice: u64,
+    thread: [u32; 3],
+    block: [u32; 3],
+    read: &mut dyn FnMut(u64),
+) -> Result<(), String> {
+    let c = &launch.config;
+    let it = &launch.iter;
+    let nrd = it.num_reduce_dims();
+    let v = u64::from(c.input_vec_size);
+    let end = u64::from(c.num_inputs);
+    if end % v != 0 {
+        return Err(format!(
+            "{end} reduced inputs are not whole vectors of {v}: the tail would go unread"
+        ));
+    }
+    let mut idx = u64::from(c.input_idx(thread, block));
+    while idx * v + v - 1 < end {
+        let load = slice + offsets(it, 0..nrd, idx * v, TensorIterator::INPUT);
+        if load % (v * s) != 0 {
+            return Err(format!("a {v}-input load at byte {load} is misaligned"));
+        }
+        for i in 0..v {
+            let input = slice + offsets(it, 0..nrd, idx * v + i, TensorIterator::INPUT);
+            if input != load + i * s {
+                return Err(format!(
+                    "the vector at byte {load} crosses a reduced dim: its input {i} is at byte {input}"
+                ));
+            }
+            read(input);
+        }
+        idx += u64::from(c.step_input);
+    }
+    Ok(())
 }
 
 /// The staging-buffer handshake of `global_reduce`.

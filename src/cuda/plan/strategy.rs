@@ -6,7 +6,10 @@
 //! calls `reduce`, `combine`, `warp_shfl_down` and `project`) and combines in
 //! an order fixed by the plan, so results stay bitwise reproducible.
 
-use super::config::{div_up, target_grid_size, BLOCK_Y, CTA, MIN_VALUES_PER_THREAD};
+use super::config::{
+    div_up, set_reduce_config_vectorizing_dims, target_grid_size, BLOCK_Y, CTA,
+    MIN_VALUES_PER_THREAD,
+};
 use super::{DeviceProps, ReduceConfig};
 use crate::iter::TensorIterator;
 use crate::reduce::Signature;
@@ -100,6 +103,21 @@ pub enum Strategy {
     /// [`ROW_PER_WARP_MIN_SLOTS_PERCENT`] of the device's warp slots there
     /// is work enough without the split.
     RowPerWarp,
+    /// PyTorch's plan with its vector loads along the fastest reduced dim
+    /// although several dims are reduced (PyTorch vectorises a single
+    /// reduced dim only). Channel statistics (`(N, C, H, W)` over `(0, 2,
+    /// 3)`) reduce `H·W` contiguous inputs, then `N`: PyTorch's lanes load
+    /// them one scalar at a time. Here each lane loads `input_vec_size` of
+    /// them at once, found through the input `OffsetCalculator` by the
+    /// index of the vector's first input, which needs every vector inside
+    /// one run of the fastest dim and aligned ([`vectorizable_dims`]); the
+    /// rest of the plan is what the port makes of vector loads, with
+    /// [`Strategy::CtaSplit`]'s rule on top where that grid leaves SMs idle.
+    VectorizedDims {
+        /// CTAs that share each output under [`Strategy::CtaSplit`]'s rule,
+        /// where it applies to the vectorised plan.
+        cta_split: Option<u32>,
+    },
 }
 
 /// Rows, as a percentage of the device's resident warp slots (`sm_count *
@@ -143,7 +161,8 @@ impl ShortRows {
 
 /// The strategy this crate runs for `iter`, given PyTorch's own config for
 /// it: [`Strategy::ShortRows`] where a row fits a few loads per lane of a
-/// warp, [`Strategy::RowPerWarp`] where PyTorch's warps split long rows that
+/// warp, [`Strategy::VectorizedDims`] where several reduced dims take
+/// vector loads PyTorch leaves scalar, [`Strategy::RowPerWarp`] where PyTorch's warps split long rows that
 /// are many, [`Strategy::CtaSplit`] where PyTorch's grid leaves SMs without
 /// a CTA, else PyTorch's.
 pub fn choose_strategy(
@@ -154,6 +173,14 @@ pub fn choose_strategy(
 ) -> Strategy {
     if let Some(rows) = short_rows(iter, signature, props.warp_size) {
         return Strategy::ShortRows(rows);
+    }
+    if vectorizable_dims(iter, signature) {
+        let vectorized = set_reduce_config_vectorizing_dims(iter, signature, props);
+        if vectorized.vectorize_input {
+            return Strategy::VectorizedDims {
+                cta_split: cta_split(&vectorized, props),
+            };
+        }
     }
     if row_per_warp(pytorch, props) {
         return Strategy::RowPerWarp;
@@ -183,6 +210,41 @@ fn cta_split(pytorch: &ReduceConfig, props: &DeviceProps) -> Option<u32> {
     let keep_busy = u64::from(pytorch.values_per_thread()) / u64::from(MIN_VALUES_PER_THREAD);
     let ctas = fill.min(keep_busy);
     (ctas > 1).then_some(ctas as u32)
+}
+
+/// `config` with its inputs split across `ctas_per_output` CTAs, as
+/// `set_reduce_config` splits them.
+fn with_cta_split(mut config: ReduceConfig, ctas_per_output: u32) -> ReduceConfig {
+    config.ctas_per_output = ctas_per_output;
+    config.input_mult[CTA] = config.split_input(ctas_per_output);
+    config
+}
+
+/// Whether vector loads of `input_vec_size` inputs can run along the
+/// fastest of several reduced dims of `iter`: that dim is contiguous and a
+/// whole number of vectors long, and the base offset and every other
+/// stride that moves (reduced or kept) are multiples of a vector's bytes.
+/// Each vector then lies inside one run of the fastest dim, starting
+/// aligned, wherever the `OffsetCalculator` puts it: the kernel has no
+/// misaligned head or ragged tail to read here, unlike PyTorch's single
+/// reduced dim. (One reduced dim is the port's own case.)
+pub(super) fn vectorizable_dims(iter: &TensorIterator, signature: &Signature) -> bool {
+    if iter.num_reduce_dims() < 2 {
+        return false;
+    }
+    let scalar = signature.input.size_in_bytes() as u64;
+    let width = u64::from(signature.input_vec_size);
+    let vector_bytes = width * scalar;
+    let strides = iter.strides(TensorIterator::INPUT);
+    let shape = iter.shape();
+    width > 1
+        && strides[0] == scalar as i64
+        && shape[0] as u64 % width == 0
+        && iter.data_offset(TensorIterator::INPUT) % vector_bytes == 0
+        && shape[1..]
+            .iter()
+            .zip(&strides[1..])
+            .all(|(&n, &st)| n == 1 || st.unsigned_abs() % vector_bytes == 0)
 }
 
 /// Whether [`Strategy::RowPerWarp`] applies: PyTorch's lanes walk a
@@ -216,12 +278,13 @@ pub fn configure(
     match strategy {
         Strategy::PyTorch => *pytorch,
         Strategy::ShortRows(rows) => short_rows_config(iter, signature, props, rows),
-        Strategy::CtaSplit { ctas_per_output } => {
-            // PyTorch's split, as set_reduce_config makes it.
-            let mut config = *pytorch;
-            config.ctas_per_output = ctas_per_output;
-            config.input_mult[CTA] = config.split_input(ctas_per_output);
-            config
+        Strategy::CtaSplit { ctas_per_output } => with_cta_split(*pytorch, ctas_per_output),
+        Strategy::VectorizedDims { cta_split } => {
+            let config = set_reduce_config_vectorizing_dims(iter, signature, props);
+            match cta_split {
+                Some(ctas_per_output) => with_cta_split(config, ctas_per_output),
+                None => config,
+            }
         }
         Strategy::RowPerWarp => {
             // set_reduce_config's other branch: the warps' input multiplier

@@ -126,9 +126,10 @@ fn no_input_vectorization_below_128_inputs_or_with_two_reduced_dims() {
     assert_eq!((c.block_width, c.block_height), (64, 4));
     // [8, 3, 256].sum((0, 2)): contiguous fastest reduced dim, but 2 reduced dims.
     let two = plan(&[8, 3, 256], &[768, 256, 1], 0, &[0, 2], DType::F32);
+    // (PyTorch's config; ours, VectorizedDims, loads vectors there.)
     assert_eq!(two.iter.num_reduce_dims(), 2);
-    assert!(!only(&two).config.vectorize_input);
-    assert!(only(&two).config.should_block_x_reduce());
+    assert!(!pytorch(&two).vectorize_input);
+    assert!(pytorch(&two).should_block_x_reduce());
 }
 
 #[test]
@@ -632,11 +633,13 @@ fn cta_split_where_pytorch_leaves_sms_idle() {
     // values a thread, under its 256, so 64 CTAs on 132 SMs. Ours splits
     // each channel across min(⌈528 / 64⌉ = 9, ⌊196 / 16⌋ = 12) = 9 CTAs, as
     // PyTorch's own split would: input_mult[CTA] = step_input before it.
+    // (A base one element in, so that no vector load is aligned and the
+    // scalar loads stay: aligned, the same grid takes VectorizedDims.)
     let channel_stats = |shape: [usize; 4]| {
         only(&plan(
             &shape,
             &contiguous(&shape),
-            0,
+            1,
             &[0, 2, 3],
             DType::F32,
         ))
@@ -714,4 +717,56 @@ fn row_per_warp_where_rows_fill_half_the_warp_slots() {
             "{shape:?}"
         );
     }
+}
+
+#[test]
+fn vectorized_dims_for_aligned_channel_statistics() {
+    // [32, 64, 56, 56] f32 over (0, 2, 3): the iterator reduces H·W = 3136
+    // contiguous inputs, then N = 32 (stride 64·3136·4 B), for 64 outputs.
+    // PyTorch loads scalars (two reduced dims). Ours: 4-input vectors, as
+    // the port makes them for one dim: dim0 = 100352 / 4 = 25088, block
+    // (32, 16), input_mult [1, 32, _], 196 values a thread (under 256: no
+    // split of its own), 64 CTAs; then CtaSplit's rule: min(⌈528 / 64⌉ = 9,
+    // ⌊196 / 16⌋ = 12) = 9 CTAs per output, step_input 512·9 vectors.
+    let shape = [32, 64, 56, 56];
+    let p = plan(&shape, &contiguous(&shape), 0, &[0, 2, 3], DType::F32);
+    let l = only(&p);
+    assert_eq!(l.strategy, Strategy::VectorizedDims { cta_split: Some(9) });
+    let pt = l.pytorch_config.expect("PyTorch's config is kept");
+    assert!(!pt.vectorize_input);
+    let c = l.config;
+    assert!(c.vectorize_input && c.input_vec_size == 4);
+    assert_eq!((l.grid, l.block), ([64, 9, 1], [32, 16, 1]));
+    assert_eq!(
+        (c.input_mult, c.step_input, c.values_per_thread()),
+        ([1, 32, 512], 4608, 22)
+    );
+    let text = p.to_string();
+    assert!(
+        text.contains("PyTorch vectorises loads over one reduced dim only, and 2 are reduced"),
+        "{text}"
+    );
+
+    // [64, 1024, 32, 32]: 1024 CTAs already reach every SM, no split; f16
+    // loads 8 inputs (16 B) at a time.
+    let shape = [64, 1024, 32, 32];
+    for (dtype, width) in [(DType::F32, 4), (DType::F16, 8), (DType::BF16, 8)] {
+        let p = plan(&shape, &contiguous(&shape), 0, &[0, 2, 3], dtype);
+        let l = only(&p);
+        assert_eq!(l.strategy, Strategy::VectorizedDims { cta_split: None });
+        assert_eq!((l.config.input_vec_size, l.grid), (width, [1024, 1, 1]));
+    }
+
+    // Not ours: H·W = 63 is no whole number of vectors; a base one element
+    // in; W narrowed to 4 of 5, so H's stride (20 B) breaks the alignment;
+    // too few inputs an output (2·4·4 = 32 < 128) for the port to vectorise.
+    let no_vectors = |shape: &[usize], strides: &[isize], offset| {
+        let l = only(&plan(shape, strides, offset, &[0, 2, 3], DType::F32)).clone();
+        assert!(!l.config.vectorize_input, "{shape:?} {strides:?} {offset}");
+        assert!(!matches!(l.strategy, Strategy::VectorizedDims { .. }));
+    };
+    no_vectors(&[8, 16, 7, 9], &contiguous(&[8, 16, 7, 9]), 0);
+    no_vectors(&shape, &contiguous(&shape), 1);
+    no_vectors(&[8, 3, 64, 4], &[3 * 64 * 5, 64 * 5, 5, 1], 0);
+    no_vectors(&[2, 8, 4, 4], &contiguous(&[2, 8, 4, 4]), 0);
 }
