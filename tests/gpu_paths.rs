@@ -489,7 +489,8 @@ fn cta_split_global_reduce() {
         // Channel statistics of a small batch: PyTorch's plan leaves SMs
         // without a CTA, so ours splits each channel across CTAs. (Rows of
         // the image one element in, so that no vector load is aligned:
-        // vectorised, the split is VectorizedDims', tested below.)
+        // vectorised, the split is VectorizedDims', which
+        // vectorized_dims_strategy tests.)
         let x = ints(&[32, 64, 28, 29], dt, 10);
         let l = check(
             &x,

@@ -110,7 +110,7 @@ pub enum Strategy {
     /// them one scalar at a time. Here each lane loads `input_vec_size` of
     /// them at once, found through the input `OffsetCalculator` by the
     /// index of the vector's first input, which needs every vector inside
-    /// one run of the fastest dim and aligned ([`vectorizable_dims`]); the
+    /// one run of the fastest dim and aligned (`vectorizable_dims`); the
     /// rest of the plan is what the port makes of vector loads, with
     /// [`Strategy::CtaSplit`]'s rule on top where that grid leaves SMs idle.
     VectorizedDims {
@@ -162,9 +162,9 @@ impl ShortRows {
 /// The strategy this crate runs for `iter`, given PyTorch's own config for
 /// it: [`Strategy::ShortRows`] where a row fits a few loads per lane of a
 /// warp, [`Strategy::VectorizedDims`] where several reduced dims take
-/// vector loads PyTorch leaves scalar, [`Strategy::RowPerWarp`] where PyTorch's warps split long rows that
-/// are many, [`Strategy::CtaSplit`] where PyTorch's grid leaves SMs without
-/// a CTA, else PyTorch's.
+/// vector loads PyTorch leaves scalar, [`Strategy::RowPerWarp`] where
+/// PyTorch's warps split long rows that are many, [`Strategy::CtaSplit`]
+/// where PyTorch's grid leaves SMs without a CTA, else PyTorch's.
 pub fn choose_strategy(
     iter: &TensorIterator,
     signature: &Signature,
@@ -228,7 +228,7 @@ fn with_cta_split(mut config: ReduceConfig, ctas_per_output: u32) -> ReduceConfi
 /// aligned, wherever the `OffsetCalculator` puts it: the kernel has no
 /// misaligned head or ragged tail to read here, unlike PyTorch's single
 /// reduced dim. (One reduced dim is the port's own case.)
-pub(super) fn vectorizable_dims(iter: &TensorIterator, signature: &Signature) -> bool {
+fn vectorizable_dims(iter: &TensorIterator, signature: &Signature) -> bool {
     if iter.num_reduce_dims() < 2 {
         return false;
     }
