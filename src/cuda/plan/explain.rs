@@ -225,7 +225,7 @@ fn write_launch(
         let target = launch.decisions.target_grid_size;
         writeln!(
             f,
-            "    - ours: PyTorch's grid of {} CTAs leaves SMs of the {} without one → the same split, {} CTAs per output = min(⌈{target}/{}⌉, ⌊{} values per thread / {}⌋)",
+            "    - ours: PyTorch's grid of {} CTAs leaves SMs of the {} without one → the same split, {} CTAs per output: min(⌈{target}/{}⌉, ⌊{} values per thread / {}⌋), or fewer that fill whole waves of {target} CTAs",
             pt.grid()[0],
             plan.props.sm_count,
             ctas_per_output,
@@ -251,8 +251,16 @@ fn write_launch(
         if let Some(ctas) = cta_split {
             writeln!(
                 f,
-                "    - ours: that grid leaves SMs of the {} without a CTA → {ctas} CTAs per output, as under CtaSplit",
-                plan.props.sm_count
+                "    - ours: {ctas} CTAs per output, {} CTAs for {} resident at once: {}",
+                ctas * launch.grid[0],
+                config::target_grid_size(&plan.props, c.num_threads),
+                if config::set_reduce_config_vectorizing_dims(it, &plan.signature, &plan.props)
+                    .should_global_reduce()
+                {
+                    "the port's own split, of the count that fills the largest share of its waves"
+                } else {
+                    "CtaSplit's rule on the vectorised plan, whose grid leaves SMs without a CTA"
+                }
             )?;
         }
     }

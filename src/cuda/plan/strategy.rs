@@ -86,8 +86,9 @@ pub enum Strategy {
     /// statistics of a small batch (`[32, 64, 56, 56]` over `(0, 2, 3)`:
     /// 196 values a thread) then run 64 CTAs on 132 SMs. Here the same
     /// split runs whenever PyTorch's grid leaves SMs without a CTA, as long
-    /// as every thread keeps `MIN_VALUES_PER_THREAD` (16) inputs: the
-    /// kernel, its global reduce and its fixed fold order are PyTorch's.
+    /// as every thread keeps `MIN_VALUES_PER_THREAD` (16) inputs, in whole
+    /// waves where a last partial one would leave SMs idle (`whole_waves`):
+    /// the kernel, its global reduce and its fixed fold order are PyTorch's.
     CtaSplit {
         /// CTAs that share each output (`ctas_per_output`).
         ctas_per_output: u32,
@@ -114,8 +115,11 @@ pub enum Strategy {
     /// rest of the plan is what the port makes of vector loads, with
     /// [`Strategy::CtaSplit`]'s rule on top where that grid leaves SMs idle.
     VectorizedDims {
-        /// CTAs that share each output under [`Strategy::CtaSplit`]'s rule,
-        /// where it applies to the vectorised plan.
+        /// CTAs that share each output where ours sets them:
+        /// [`Strategy::CtaSplit`]'s rule where the vectorised plan leaves
+        /// SMs idle, or the port's own split in whole waves where it would
+        /// end in a partial one (`None`: the vectorised plan as the port
+        /// makes it).
         cta_split: Option<u32>,
     },
 }
@@ -177,9 +181,15 @@ pub fn choose_strategy(
     if vectorizable_dims(iter, signature) {
         let vectorized = set_reduce_config_vectorizing_dims(iter, signature, props);
         if vectorized.vectorize_input {
-            return Strategy::VectorizedDims {
-                cta_split: cta_split(&vectorized, props),
+            let cta_split = if vectorized.should_global_reduce() {
+                // The port's own split, kept unless it ends in a partial wave.
+                let port = vectorized.ctas_per_output;
+                let ours = whole_waves(port, vectorized.grid()[0], props, vectorized.num_threads);
+                (ours != port).then_some(ours)
+            } else {
+                cta_split(&vectorized, props)
             };
+            return Strategy::VectorizedDims { cta_split };
         }
     }
     if row_per_warp(pytorch, props) {
@@ -208,8 +218,43 @@ fn cta_split(pytorch: &ReduceConfig, props: &DeviceProps) -> Option<u32> {
     }
     let fill = div_up(target_grid_size, grid_x);
     let keep_busy = u64::from(pytorch.values_per_thread()) / u64::from(MIN_VALUES_PER_THREAD);
-    let ctas = fill.min(keep_busy);
-    (ctas > 1).then_some(ctas as u32)
+    let ctas = whole_waves(
+        fill.min(keep_busy) as u32,
+        grid_x as u32,
+        props,
+        pytorch.num_threads,
+    );
+    (ctas > 1).then_some(ctas)
+}
+
+/// CTAs per output, at most `ctas_per_output`, for `grid_x` columns of
+/// CTAs of `num_threads` threads: the count whose grid fills the largest
+/// share of the waves it takes (a wave is the CTAs the device holds at
+/// once, `target_grid_size`), the larger count on a tie. PyTorch's rule
+/// rounds up (`⌈target / grid_x⌉`): 64 channels on an H200 got 9 CTAs
+/// each, 576 CTAs for 528 slots, and the last 48 ran as a second wave with
+/// most SMs idle (SMs active 72% of the kernel's cycles under `ncu`, DRAM
+/// at 62% of its peak); 8 fill one wave. The CTAs' partials are folded in
+/// an order the plan fixes either way: the count only shares out the
+/// inputs.
+pub(super) fn whole_waves(
+    ctas_per_output: u32,
+    grid_x: u32,
+    props: &DeviceProps,
+    num_threads: u32,
+) -> u32 {
+    let slots = u64::from(target_grid_size(props, num_threads).max(1));
+    let grid_x = u64::from(grid_x.max(1));
+    let waves = |ctas: u64| div_up(ctas * grid_x, slots);
+    // A share ctas·grid_x / (waves·slots) beats another when ctas·waves'
+    // exceeds ctas'·waves.
+    let mut best = u64::from(ctas_per_output.max(1));
+    for ctas in (1..best).rev() {
+        if ctas * waves(best) > best * waves(ctas) {
+            best = ctas;
+        }
+    }
+    best as u32
 }
 
 /// `config` with its inputs split across `ctas_per_output` CTAs, as
@@ -218,6 +263,19 @@ fn with_cta_split(mut config: ReduceConfig, ctas_per_output: u32) -> ReduceConfi
     config.ctas_per_output = ctas_per_output;
     config.input_mult[CTA] = config.split_input(ctas_per_output);
     config
+}
+
+/// `config` before `set_reduce_config` split its inputs across CTAs (as
+/// it is, if it did not): the CTAs' input multiplier is the step it found.
+fn without_cta_split(config: ReduceConfig) -> ReduceConfig {
+    if config.ctas_per_output <= 1 {
+        return config;
+    }
+    let mut unsplit = config;
+    unsplit.step_input = config.input_mult[CTA];
+    unsplit.input_mult[CTA] = 0;
+    unsplit.ctas_per_output = 1;
+    unsplit
 }
 
 /// Whether vector loads of `input_vec_size` inputs can run along the
@@ -282,7 +340,7 @@ pub fn configure(
         Strategy::VectorizedDims { cta_split } => {
             let config = set_reduce_config_vectorizing_dims(iter, signature, props);
             match cta_split {
-                Some(ctas_per_output) => with_cta_split(config, ctas_per_output),
+                Some(ctas_per_output) => with_cta_split(without_cta_split(config), ctas_per_output),
                 None => config,
             }
         }

@@ -632,7 +632,9 @@ fn cta_split_where_pytorch_leaves_sms_idle() {
     // [32, 64, 56, 56] over (0, 2, 3): PyTorch's block (32, 16) leaves 196
     // values a thread, under its 256, so 64 CTAs on 132 SMs. Ours splits
     // each channel across min(⌈528 / 64⌉ = 9, ⌊196 / 16⌋ = 12) = 9 CTAs, as
-    // PyTorch's own split would: input_mult[CTA] = step_input before it.
+    // PyTorch's own split would, then rounds to whole waves: 576 CTAs would
+    // take 2 waves of 528 slots, 8 a channel (512) fill 97% of one. Split
+    // as PyTorch splits: input_mult[CTA] = step_input before it.
     // (A base one element in, so that no vector load is aligned and the
     // scalar loads stay: aligned, the same grid takes VectorizedDims.)
     let channel_stats = |shape: [usize; 4]| {
@@ -646,16 +648,16 @@ fn cta_split_where_pytorch_leaves_sms_idle() {
         .clone()
     };
     let l = channel_stats([32, 64, 56, 56]);
-    assert_eq!(l.strategy, Strategy::CtaSplit { ctas_per_output: 9 });
+    assert_eq!(l.strategy, Strategy::CtaSplit { ctas_per_output: 8 });
     let pt = l.pytorch_config.expect("PyTorch's config is kept");
     assert_eq!(
         (pt.grid(), pt.ctas_per_output, pt.values_per_thread()),
         ([64, 1, 1], 1, 196)
     );
     let c = l.config;
-    assert_eq!(l.grid, [64, 9, 1]);
+    assert_eq!(l.grid, [64, 8, 1]);
     assert_eq!(c.input_mult, [1, 32, 512]);
-    assert_eq!(c.step_input, 512 * 9);
+    assert_eq!(c.step_input, 512 * 8);
     assert!(l.staging_bytes > 0 && l.semaphore_bytes == 256);
     // Every SM already has a CTA ([64, 1024, 32, 32]: 1024 CTAs), or each
     // thread would keep under 32 values: PyTorch's plan.
@@ -727,19 +729,20 @@ fn vectorized_dims_for_aligned_channel_statistics() {
     // the port makes them for one dim: dim0 = 100352 / 4 = 25088, block
     // (32, 16), input_mult [1, 32, _], 196 values a thread (under 256: no
     // split of its own), 64 CTAs; then CtaSplit's rule: min(⌈528 / 64⌉ = 9,
-    // ⌊196 / 16⌋ = 12) = 9 CTAs per output, step_input 512·9 vectors.
+    // ⌊196 / 16⌋ = 12) = 9, in whole waves 8 CTAs per output (512 CTAs),
+    // step_input 512·8 vectors, ⌈100352 / 4096⌉ = 25 values a thread.
     let shape = [32, 64, 56, 56];
     let p = plan(&shape, &contiguous(&shape), 0, &[0, 2, 3], DType::F32);
     let l = only(&p);
-    assert_eq!(l.strategy, Strategy::VectorizedDims { cta_split: Some(9) });
+    assert_eq!(l.strategy, Strategy::VectorizedDims { cta_split: Some(8) });
     let pt = l.pytorch_config.expect("PyTorch's config is kept");
     assert!(!pt.vectorize_input);
     let c = l.config;
     assert!(c.vectorize_input && c.input_vec_size == 4);
-    assert_eq!((l.grid, l.block), ([64, 9, 1], [32, 16, 1]));
+    assert_eq!((l.grid, l.block), ([64, 8, 1], [32, 16, 1]));
     assert_eq!(
         (c.input_mult, c.step_input, c.values_per_thread()),
-        ([1, 32, 512], 4608, 22)
+        ([1, 32, 512], 4096, 25)
     );
     let text = p.to_string();
     assert!(
@@ -769,4 +772,41 @@ fn vectorized_dims_for_aligned_channel_statistics() {
     no_vectors(&shape, &contiguous(&shape), 1);
     no_vectors(&[8, 3, 64, 4], &[3 * 64 * 5, 64 * 5, 5, 1], 0);
     no_vectors(&[2, 8, 4, 4], &contiguous(&[2, 8, 4, 4]), 0);
+}
+
+#[test]
+fn cta_splits_fill_whole_waves() {
+    // 528 slots of 512 threads on an H200 (132 SMs x 2048 / 512).
+    let h200 = DeviceProps::h200();
+    let waves = |ctas, grid_x| strategy::whole_waves(ctas, grid_x, &h200, 512);
+    // 64 x 9 = 576: two waves, 55% of their slots; 64 x 8 = 512, 97% of one.
+    assert_eq!(waves(9, 64), 8);
+    // 3 x 176 = 528 and 1 x 1056: whole waves already.
+    assert_eq!(waves(176, 3), 176);
+    assert_eq!(waves(1056, 1), 1056);
+    // 200 x 5 = 1000 fill 95% of two waves; 2 (400) would fill 76% of one.
+    assert_eq!(waves(5, 200), 5);
+    // Under a wave: kept. 1 x 600: 528 fill one wave, 600 take two.
+    assert_eq!(waves(2, 100), 2);
+    assert_eq!(waves(600, 1), 528);
+    assert_eq!(waves(1, 1000), 1);
+
+    // The port's own split, vectorised: [256, 64, 56, 56] over (0, 2, 3)
+    // has 802816 / 512 = 1568 values a thread, so the port splits each of
+    // the 64 channels max(min(⌈528 / 64⌉ = 9, ⌈1568 / 16⌉ = 98), ⌈1568 /
+    // 256⌉ = 7) = 9 ways; ours takes 8.
+    let shape = [256, 64, 56, 56];
+    let p = plan(&shape, &contiguous(&shape), 0, &[0, 2, 3], DType::F32);
+    let l = only(&p);
+    assert_eq!(l.strategy, Strategy::VectorizedDims { cta_split: Some(8) });
+    assert_eq!(l.grid, [64, 8, 1]);
+    assert_eq!(l.config.input_mult, [1, 32, 512]);
+    assert_eq!(l.config.step_input, 512 * 8);
+    assert!(p.to_string().contains("the port's own split"), "{p}");
+    // [64, 3, 512, 512]: 3 x 176 = 528, the port's split as it is.
+    let shape = [64, 3, 512, 512];
+    let p = plan(&shape, &contiguous(&shape), 0, &[0, 2, 3], DType::F32);
+    let l = only(&p);
+    assert_eq!(l.strategy, Strategy::VectorizedDims { cta_split: None });
+    assert_eq!(l.grid, [3, 176, 1]);
 }
