@@ -201,7 +201,8 @@ pub fn choose_strategy(
 }
 
 /// CTAs per output for [`Strategy::CtaSplit`]: PyTorch's own count
-/// (enough CTAs for a full wave, no fewer than 16 inputs a thread), when
+/// (enough CTAs for a full wave, no fewer than 16 inputs a thread) in
+/// whole waves ([`whole_waves`]), when
 /// its warps already split each output's inputs, it split nothing across
 /// CTAs, and its grid is smaller than the SM count. (A grid that reaches
 /// every SM keeps PyTorch's plan: whether a second CTA per SM is worth a
