@@ -65,6 +65,8 @@ pub enum CpuStrategy {
 pub struct CpuPlan {
     /// Rayon threads available to the reduction.
     pub threads: usize,
+    /// The instruction set the loops run in ([`super::isa`]).
+    pub isa: super::CpuIsa,
     /// The op, its dtypes and its accumulator.
     pub signature: Signature,
     /// Reduced dims after reorder and coalesce, as (size, input stride in
@@ -133,6 +135,7 @@ impl CpuPlan {
         };
         CpuPlan {
             threads,
+            isa: super::isa(),
             signature: *signature,
             reduce_dims,
             output_dims,
@@ -149,7 +152,7 @@ impl fmt::Display for CpuPlan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "CPU: {} {} -> {}: {} outputs of {} elements each, functor {} computing in {}, on {} rayon thread(s)",
+            "CPU: {} {} -> {}: {} outputs of {} elements each, functor {} computing in {}, on {} rayon thread(s), loops in {:?}",
             self.signature.op,
             self.signature.input,
             self.signature.output,
@@ -157,7 +160,8 @@ impl fmt::Display for CpuPlan {
             self.inputs_per_output,
             self.signature.op.functor(),
             super::compute_type(&self.signature),
-            self.threads
+            self.threads,
+            self.isa
         )?;
         writeln!(
             f,

@@ -6,10 +6,13 @@
 //! [`tree`], which hand each block of accumulators to [`outputs`]: torch's
 //! `project`, then the cast to the result's dtype (and to the second
 //! output's, for the ops that have one), straight into the result.
+//! The trees' innermost loops run in the widest instruction set the CPU
+//! has ([`isa`]), with the same results in every one.
 
 mod element;
 mod explain;
 mod index_ops;
+mod isa;
 mod norm_ops;
 mod ops;
 mod outputs;
@@ -18,6 +21,7 @@ mod tree;
 mod welford;
 
 pub use explain::{CpuPlan, CpuStrategy};
+pub use isa::{isa, limit_isa, CpuIsa};
 
 use crate::iter::TensorIterator;
 use crate::reduce::{NormKind, OpParams, ReduceOp, Signature};

@@ -17,6 +17,7 @@
 //! sum grows like `log n` rather than `n`.
 
 use super::element::{combine_lanes, CpuElement, ROWS_PER_PASS};
+use super::isa::dispatch;
 use super::ops::{Compute, ReduceOps};
 use super::outputs::{par_blocks, Outputs};
 use crate::iter::TensorIterator;
@@ -160,18 +161,7 @@ fn reduce_inner<T: CpuElement, W: Compute, R: ReduceOps<W>>(
         par_blocks(out, grain, l.num_inputs, &|first, out| {
             out.fill_staged(op, |k, accs| {
                 let start = l.base + (first + k) * stride;
-                let fold = |x: T| op.reduce(op.identity(), x.widen(), 0);
-                if stride == 1 {
-                    let x = &data[start..start + accs.len()];
-                    for (o, &v) in accs.iter_mut().zip(x) {
-                        *o = fold(v);
-                    }
-                } else {
-                    // Any stride, 0 (a broadcast) included.
-                    for (i, o) in accs.iter_mut().enumerate() {
-                        *o = fold(data[start + i * stride]);
-                    }
-                }
+                dispatch!(fold_single_inputs(data, start, stride, op, accs))
             })
         });
         return;
@@ -185,7 +175,13 @@ fn reduce_inner<T: CpuElement, W: Compute, R: ReduceOps<W>>(
             out.fill_staged(op, |k, accs| {
                 let start = l.base + (first + k) * stride;
                 let span = (accs.len() - 1) * stride + n;
-                T::fold_rows(&data[start..start + span], stride, n, op, accs);
+                dispatch!(T::fold_rows(
+                    &data[start..start + span],
+                    stride,
+                    n,
+                    op,
+                    accs
+                ));
             })
         });
         return;
@@ -259,7 +255,7 @@ fn contiguous_tree<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     op: &R,
 ) -> R::Acc {
     if x.len() <= LEAF {
-        let lanes = leaf_lanes(x, first, op);
+        let lanes = dispatch!(leaf_lanes(x, first, op));
         return combine_lanes(op, &lanes);
     }
     let mid = split_point(x.len());
@@ -272,12 +268,13 @@ fn contiguous_tree<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     op.combine(a, b)
 }
 
-/// A leaf's lanes, folded by a function of its own: inlined, the compiler
-/// laid the lanes out in registers for the combine that follows (even and
-/// odd lanes apart) and shuffled them on every step of the loop instead.
-/// Single-threaded on the 2-core machine, the call made bf16 rows 1.25x,
-/// f64 1.2x and i64 1.06x faster, and f32 rows (already in order) 0.92x.
-#[inline(never)]
+/// A leaf's lanes, folded in a function of their own ([`dispatch!`]'s):
+/// inlined into the tree, the compiler laid the lanes out in registers for
+/// the combine that follows (even and odd lanes apart) and shuffled them
+/// on every step of the loop instead. Single-threaded on the 2-core
+/// machine, the call made bf16 rows 1.25x, f64 1.2x and i64 1.06x faster,
+/// and f32 rows (already in order) 0.92x.
+#[inline(always)]
 fn leaf_lanes<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     x: &[T],
     first: usize,
@@ -299,21 +296,9 @@ fn inner_tree<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     op: &R,
 ) -> R::Acc {
     if hi - lo <= LEAF {
-        let mut lanes = [op.identity(); 8];
-        let (n0, s0) = dims[0];
-        let mut k = lo;
-        while k < hi {
-            // Walk the leaf as runs along the fastest reduced dim.
-            let i0 = k % n0;
-            let run = (n0 - i0).min(hi - k);
-            let start = base + Layout::offset(dims, k);
-            if s0 == 1 {
-                T::accumulate_contiguous(&data[start..start + run], k, op, &mut lanes);
-            } else {
-                T::accumulate_strided(data, start, s0, run, k, op, &mut lanes);
-            }
-            k += run;
-        }
+        // Not dispatched: with AVX2, channel statistics (runs of a leaf
+        // through this loop) ran 1.5-1.8x slower on the 16-core host.
+        let lanes = strided_leaf(data, base, dims, lo, hi, op);
         return combine_lanes(op, &lanes);
     }
     let mid = lo + split_point(hi - lo);
@@ -323,6 +308,58 @@ fn inner_tree<T: CpuElement, W: Compute, R: ReduceOps<W>>(
         || inner_tree(data, base, dims, mid, hi, op),
     );
     op.combine(a, b)
+}
+
+/// The lanes of reduce indices `lo..hi` (at most a leaf) of a multi-dim
+/// or strided reduce space, walked as runs along the fastest reduced dim.
+#[inline(always)]
+fn strided_leaf<T: CpuElement, W: Compute, R: ReduceOps<W>>(
+    data: &[T],
+    base: usize,
+    dims: &[(usize, usize)],
+    lo: usize,
+    hi: usize,
+    op: &R,
+) -> [R::Acc; 8] {
+    let mut lanes = [op.identity(); 8];
+    let (n0, s0) = dims[0];
+    let mut k = lo;
+    while k < hi {
+        let i0 = k % n0;
+        let run = (n0 - i0).min(hi - k);
+        let start = base + Layout::offset(dims, k);
+        if s0 == 1 {
+            T::accumulate_contiguous(&data[start..start + run], k, op, &mut lanes);
+        } else {
+            T::accumulate_strided(data, start, s0, run, k, op, &mut lanes);
+        }
+        k += run;
+    }
+    lanes
+}
+
+/// One input per output: `accs[i]` is the element at `start + i * stride`
+/// (any stride, 0 for a broadcast) folded into the identity, so that a
+/// sum of -0.0 is +0.0 as in the general loop.
+#[inline(always)]
+fn fold_single_inputs<T: CpuElement, W: Compute, R: ReduceOps<W>>(
+    data: &[T],
+    start: usize,
+    stride: usize,
+    op: &R,
+    accs: &mut [R::Acc],
+) {
+    let fold = |x: T| op.reduce(op.identity(), x.widen(), 0);
+    if stride == 1 {
+        let x = &data[start..start + accs.len()];
+        for (o, &v) in accs.iter_mut().zip(x) {
+            *o = fold(v);
+        }
+    } else {
+        for (i, o) in accs.iter_mut().enumerate() {
+            *o = fold(data[start + i * stride]);
+        }
+    }
 }
 
 /// Outputs per column tile, for `rows` rows of `width` contiguous outputs
@@ -372,23 +409,11 @@ fn outer_tree<T: CpuElement, W: Compute, R: ReduceOps<W>>(
 ) {
     let w = acc.len();
     if hi - lo <= OUTER_LEAF_ROWS {
-        acc.fill(op.identity());
         let row = |k| {
             let at = start + Layout::offset(dims, k);
             &data[at..at + w]
         };
-        let mut k = lo;
-        // Rows per pass save accumulator traffic, which costs only when the
-        // accumulators outgrow L1; on narrow tiles the interleaved rows
-        // ran 2x slower than a row per pass.
-        let wide = std::mem::size_of_val(acc) > L1_ACCUMULATOR_BYTES;
-        while wide && k + ROWS_PER_PASS <= hi {
-            T::accumulate_rows(std::array::from_fn(|r| row(k + r)), k, op, acc);
-            k += ROWS_PER_PASS;
-        }
-        for k in k..hi {
-            T::accumulate_row(row(k), k, op, acc);
-        }
+        dispatch!(column_leaf(row, lo, hi, op, acc));
         return;
     }
     let mid = lo + (hi - lo) / 2;
@@ -402,6 +427,36 @@ fn outer_tree<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     );
     for (x, &y) in acc.iter_mut().zip(&right) {
         *x = op.combine(*x, y);
+    }
+}
+
+/// The leaf of a column tile: rows `lo..hi` (`row(k)` is row `k`'s piece
+/// of the tile) folded in order into `acc`, starting from the identity.
+/// Compiled in [`dispatch!`]'s function of its own, so that its loops are
+/// compiled the same way whichever tree calls it.
+#[inline(always)]
+fn column_leaf<'a, T: CpuElement, W: Compute, R: ReduceOps<W>>(
+    row: impl Fn(usize) -> &'a [T],
+    lo: usize,
+    hi: usize,
+    op: &R,
+    acc: &mut [R::Acc],
+) {
+    acc.fill(op.identity());
+    let mut k = lo;
+    // Several rows a pass save accumulator traffic, which costs only when
+    // the accumulators outgrow L1; on narrow tiles (128-256 outputs, one
+    // contiguous stream) passes of 4 rows ran 1.4-2.3x slower than a row a
+    // pass.
+    if std::mem::size_of_val(acc) > L1_ACCUMULATOR_BYTES {
+        while k + ROWS_PER_PASS <= hi {
+            let rows: [&[T]; ROWS_PER_PASS] = std::array::from_fn(|r| row(k + r));
+            T::fold_columns(&rows, k, op, acc);
+            k += ROWS_PER_PASS;
+        }
+    }
+    for k in k..hi {
+        T::accumulate_row(row(k), k, op, acc);
     }
 }
 
@@ -453,7 +508,7 @@ mod tests {
         op: R,
         same: impl Fn(&R::Acc, &R::Acc) -> bool,
     ) {
-        for n in [1, 2, 3, 7, 8, 9, 16, 100, 1000, 1024] {
+        for n in [1, 2, 3, 4, 7, 8, 9, 16, 100, 1000, 1024] {
             for gap in [0, 5] {
                 let stride = n + gap;
                 let rows = 3000 / n + 2;
