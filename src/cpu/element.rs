@@ -100,12 +100,14 @@ pub(crate) trait CpuElement: Element {
 /// rows into them, so the accumulators are loaded and stored once a pass
 /// rather than once a row; its rows are as many input streams at once.
 /// Single-threaded on the 2-core machine (f32 and f64 columns of 16 and
-/// 128 rows), passes of 4 rows read 1.2-1.3x faster than a row per pass
-/// over accumulators in memory, and passes of 8 or 16 rows slower than 4.
+/// 128 rows), passes of 4 rows with their accumulators in registers read
+/// 1.2-1.3x faster than the same passes through memory, and passes of 8
+/// or 16 rows slower than 4.
 pub(super) const ROWS_PER_PASS: usize = 4;
 
 /// Accumulator bytes a block of [`fold_columns`] holds: a cache line of
-/// each row per block, which measured faster than two (and than half).
+/// each row per block, which measured faster than two lines and level
+/// with half a line.
 const COLUMN_BLOCK_BYTES: usize = 64;
 
 /// Folds `rows[r][j]` (reduce index `first + r`) into `acc[j]`, rows in
@@ -406,7 +408,7 @@ impl CpuElement for f16 {
 }
 
 /// Columns an f16 column pass converts at a time: [`ROWS_PER_PASS`]
-/// buffers of this many f32 are 16 KiB.
+/// buffers of this many f32 are 4 KiB.
 const F16_COLUMN_BLOCK: usize = 256;
 
 /// bf16 to f32 as a 16-bit shift: exact for every value (NaN and Inf
