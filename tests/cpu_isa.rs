@@ -66,16 +66,17 @@ fn results(x: &Tensor, dims: &[isize]) -> Vec<(String, Vec<u64>)> {
 /// (shape, view, reduced dims) covering each loop of the CPU trees.
 fn layouts() -> Vec<(Vec<usize>, &'static str, Vec<isize>)> {
     vec![
-        (vec![300, 7], "none", vec![1]),       // short rows, odd
-        (vec![3000, 16], "none", vec![1]),     // short rows of 16
-        (vec![64, 1000], "none", vec![1]),     // rows of a leaf
-        (vec![4, 70000], "none", vec![1]),     // long rows: the pairwise tree
-        (vec![200, 300], "none", vec![0]),     // columns, a narrow tile
-        (vec![37, 20000], "none", vec![0]),    // columns, wide tiles, ragged passes
-        (vec![300, 20000], "none", vec![0]),   // columns over several leaves
-        (vec![8, 33, 40], "none", vec![0, 2]), // strided multi-dim slices
-        (vec![40, 33, 8], "permute", vec![1]), // a permuted view's middle dim
-        (vec![1000, 2], "step", vec![1]),      // stepped: one input per output
+        (vec![300, 7], "none", vec![1]),        // short rows, odd
+        (vec![3000, 16], "none", vec![1]),      // short rows of 16
+        (vec![64, 1000], "none", vec![1]),      // rows of a leaf
+        (vec![4, 70000], "none", vec![1]),      // long rows: the pairwise tree
+        (vec![200, 300], "none", vec![0]),      // columns, a narrow tile
+        (vec![37, 20000], "none", vec![0]),     // columns, wide tiles, ragged passes
+        (vec![300, 20000], "none", vec![0]),    // columns over several leaves
+        (vec![8, 33, 40], "none", vec![0, 2]),  // strided multi-dim slices
+        (vec![3, 4, 2100], "none", vec![0, 2]), // planes longer than a leaf
+        (vec![40, 33, 8], "permute", vec![1]),  // a permuted view's middle dim
+        (vec![1000, 2], "step", vec![1]),       // stepped: one input per output
     ]
 }
 
