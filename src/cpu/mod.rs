@@ -25,7 +25,7 @@ pub use isa::{isa, limit_isa, CpuIsa};
 
 use crate::iter::TensorIterator;
 use crate::reduce::{NormKind, OpParams, ReduceOp, Signature};
-use crate::tensor::storage::{CpuStorage, Storage};
+use crate::tensor::storage::{CpuStorage, Storage, UninitStorage};
 use crate::{with_dtype, DType, Error, Result, Tensor};
 use element::CpuElement;
 use ops::{Compute, Float, ReduceOps};
@@ -247,18 +247,22 @@ fn run<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     op: &R,
 ) -> Result<Outputs> {
     let n = iter.num_output_elements();
-    let mut first = CpuStorage::zeroed(sig.output, n)?;
+    let mut first = UninitStorage::new(sig.output, n)?;
     let mut second = match sig.second_output() {
-        Some(dtype) => Some(CpuStorage::zeroed(dtype, n)?),
+        Some(dtype) => Some(UninitStorage::new(dtype, n)?),
         None => None,
     };
-    tree::reduce(
+    let written = tree::reduce(
         data,
         iter,
         op,
         outputs::Outputs::new(&mut first, second.as_mut()),
     );
-    Ok((first, second))
+    assert_eq!(written.count(), n, "internal: the trees write every output");
+    // SAFETY: the trees wrote `n` outputs, each of a run of both results
+    // that writing consumed, and the runs are disjoint: every element of
+    // both results holds a value of its dtype.
+    Ok(unsafe { (first.assume_init(), second.map(|s| s.assume_init())) })
 }
 
 #[cfg(test)]

@@ -5,21 +5,27 @@
 //! No output-sized buffer of accumulators exists: with millions of short
 //! rows that buffer was a second result-sized allocation, written and read
 //! once more (three times the result's size for Welford's state over an
-//! f32 result), and it cost as much as the reduction itself.
+//! f32 result), and it cost as much as the reduction itself. For the same
+//! reason the results start uninitialised ([`UninitStorage`]): each run of
+//! outputs is written once, by consuming it, and the trees hand back a
+//! [`Written`] count that proves every output was.
 
 use super::ops::{Compute, Projected, ReduceOps};
 use super::tree::maybe_join;
-use crate::tensor::storage::CpuStorage;
+use crate::tensor::storage::UninitStorage;
 use crate::{with_dtype, DType, Element};
+use std::mem::MaybeUninit;
+use std::ops::Add;
 
 /// Outputs projected per pass over the stage buffer: small enough for the
 /// stack (and L1) whatever the accumulator, large enough that the dtype
 /// dispatch of each pass is negligible.
 const STAGE: usize = 256;
 
-/// A run of consecutive elements of one result, as bytes of its dtype.
+/// A run of consecutive elements of one result, as (not yet written)
+/// bytes of its dtype.
 struct Column<'a> {
-    bytes: &'a mut [u8],
+    bytes: &'a mut [MaybeUninit<u8>],
     dtype: DType,
 }
 
@@ -34,7 +40,7 @@ impl<'a> Column<'a> {
         (Column { bytes: a, dtype }, Column { bytes: b, dtype })
     }
 
-    fn typed<O: Element>(&mut self) -> &mut [O] {
+    fn typed<O: Element>(&mut self) -> &mut [MaybeUninit<O>] {
         assert_eq!(O::DTYPE, self.dtype, "internal: output access by dtype");
         let (ptr, len) = (self.bytes.as_mut_ptr(), self.bytes.len());
         assert!(
@@ -43,9 +49,14 @@ impl<'a> Column<'a> {
         );
         // SAFETY: the bytes are an aligned run of whole elements of `O`
         // (checked above; storage is 8-byte aligned and only ever split at
-        // element boundaries), they hold valid values of `O` (all-zero
-        // storage or values written as `O`), and `&mut self` is exclusive.
-        unsafe { std::slice::from_raw_parts_mut(ptr as *mut O, len / std::mem::size_of::<O>()) }
+        // element boundaries), `MaybeUninit<O>` needs no valid value, and
+        // `&mut self` is exclusive.
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                ptr as *mut MaybeUninit<O>,
+                len / std::mem::size_of::<O>(),
+            )
+        }
     }
 
     /// Projects `accs` and writes them as this run's elements.
@@ -55,9 +66,29 @@ impl<'a> Column<'a> {
             debug_assert_eq!(out.len(), accs.len());
             for (o, &a) in out.iter_mut().zip(accs) {
                 let r = op.project(a);
-                *o = if second { r.cast_second::<O>() } else { r.cast::<O>() };
+                o.write(if second { r.cast_second::<O>() } else { r.cast::<O>() });
             }
         })
+    }
+}
+
+/// How many outputs a tree wrote: made only by [`Outputs::write`], which
+/// consumes the run it writes, so a total equal to the number of outputs
+/// means each was written (the runs are disjoint by construction).
+#[must_use]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Written(usize);
+
+impl Written {
+    pub(super) fn count(self) -> usize {
+        self.0
+    }
+}
+
+impl Add for Written {
+    type Output = Written;
+    fn add(self, other: Written) -> Written {
+        Written(self.0 + other.0)
     }
 }
 
@@ -71,9 +102,9 @@ pub(super) struct Outputs<'a> {
 
 impl<'a> Outputs<'a> {
     /// Every output of `first` (and `second`, which holds as many).
-    pub(super) fn new(first: &'a mut CpuStorage, second: Option<&'a mut CpuStorage>) -> Self {
+    pub(super) fn new(first: &'a mut UninitStorage, second: Option<&'a mut UninitStorage>) -> Self {
         let len = first.len();
-        let column = |s: &'a mut CpuStorage| Column {
+        let column = |s: &'a mut UninitStorage| Column {
             dtype: s.dtype(),
             bytes: s.as_mut_bytes(),
         };
@@ -113,12 +144,13 @@ impl<'a> Outputs<'a> {
     }
 
     /// Projects one accumulator per output into both results.
-    pub(super) fn write<W: Compute, R: ReduceOps<W>>(&mut self, op: &R, accs: &[R::Acc]) {
+    pub(super) fn write<W: Compute, R: ReduceOps<W>>(mut self, op: &R, accs: &[R::Acc]) -> Written {
         assert_eq!(accs.len(), self.len, "internal: one accumulator per output");
         self.first.write(op, accs, false);
         if let Some(s) = &mut self.second {
             s.write(op, accs, true);
         }
+        Written(self.len)
     }
 
     /// Fills these outputs a [`STAGE`] at a time: `fill(k, accs)` sets
@@ -128,18 +160,18 @@ impl<'a> Outputs<'a> {
         self,
         op: &R,
         mut fill: impl FnMut(usize, &mut [R::Acc]),
-    ) {
+    ) -> Written {
         let mut stage = [op.identity(); STAGE];
         let mut rest = self;
-        let mut done = 0;
+        let mut written = Written::default();
         while rest.len() > 0 {
             let m = rest.len().min(STAGE);
-            let (mut head, tail) = rest.split_at(m);
-            fill(done, &mut stage[..m]);
-            head.write(op, &stage[..m]);
+            let (head, tail) = rest.split_at(m);
+            fill(written.0, &mut stage[..m]);
+            written = written + head.write(op, &stage[..m]);
             rest = tail;
-            done += m;
         }
+        written
     }
 }
 
@@ -149,35 +181,67 @@ impl<'a> Outputs<'a> {
 /// when they hold enough work (`inputs_per_output` each) to pay for it, so
 /// which thread computes a block never changes what it computes, and a
 /// small reduction never leaves the calling thread (handing work to the
-/// pool and waiting for it costs about 10 µs).
+/// pool and waiting for it costs about 10 µs). Returns what the blocks
+/// wrote.
 pub(super) fn par_blocks<'a>(
     out: Outputs<'a>,
     block: usize,
     inputs_per_output: usize,
-    f: &(impl Fn(usize, Outputs<'_>) + Sync),
-) {
+    f: &(impl Fn(usize, Outputs<'_>) -> Written + Sync),
+) -> Written {
     fn go<'a>(
         out: Outputs<'a>,
         start: usize,
         block: usize,
         inputs_per_output: usize,
-        f: &(impl Fn(usize, Outputs<'_>) + Sync),
-    ) {
+        f: &(impl Fn(usize, Outputs<'_>) -> Written + Sync),
+    ) -> Written {
         let blocks = out.len().div_ceil(block);
         if blocks <= 1 {
-            if out.len() > 0 {
-                f(start, out);
-            }
-            return;
+            return if out.len() > 0 {
+                f(start, out)
+            } else {
+                Written::default()
+            };
         }
         let mid = blocks / 2 * block;
         let work = out.len().saturating_mul(inputs_per_output.max(1));
         let (a, b) = out.split_at(mid);
-        maybe_join(
+        let (wa, wb) = maybe_join(
             work,
             || go(a, start, block, inputs_per_output, f),
             || go(b, start + mid, block, inputs_per_output, f),
         );
+        wa + wb
     }
     go(out, 0, block.max(1), inputs_per_output, f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::ops::SumOps;
+    use super::*;
+
+    #[test]
+    fn blocks_write_every_output_once() {
+        // Parallel and serial splits, ragged last blocks, and an f16 result
+        // whose last word has bytes past its elements.
+        for (n, block, inputs) in [(0, 1, 1), (1, 1, 1), (1001, 7, 1), (70001, 300, 1 << 10)] {
+            let mut result = UninitStorage::new(DType::F16, n).unwrap();
+            let written = par_blocks(Outputs::new(&mut result, None), block, inputs, &|k, out| {
+                let accs: Vec<f32> = (k..k + out.len()).map(|i| (i % 2048) as f32).collect();
+                out.write(&SumOps, &accs)
+            });
+            assert_eq!(written.count(), n);
+            // SAFETY: `written` counts every output.
+            let result = unsafe { result.assume_init() };
+            let got: Vec<f32> = result
+                .as_slice::<crate::f16>()
+                .iter()
+                .map(|h| h.to_f32())
+                .collect();
+            let want: Vec<f32> = (0..n).map(|i| (i % 2048) as f32).collect();
+            assert_eq!(got, want, "{n} outputs in blocks of {block}");
+        }
+    }
 }

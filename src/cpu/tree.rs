@@ -19,7 +19,7 @@
 use super::element::{combine_lanes, CpuElement, ROWS_PER_PASS};
 use super::isa::dispatch;
 use super::ops::{Compute, ReduceOps};
-use super::outputs::{par_blocks, Outputs};
+use super::outputs::{par_blocks, Outputs, Written};
 use crate::iter::TensorIterator;
 
 /// Elements summed sequentially (over 8 lanes) at the bottom of the pairwise tree.
@@ -128,13 +128,13 @@ impl Layout {
 }
 
 /// Reduces `data` as `iter` describes with `op`, projecting each output's
-/// accumulator into `out`.
+/// accumulator into `out`; returns what was written (every output).
 pub(super) fn reduce<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     data: &[T],
     iter: &TensorIterator,
     op: &R,
     out: Outputs<'_>,
-) {
+) -> Written {
     let layout = Layout::new(iter);
     assert_eq!(
         out.len(),
@@ -142,9 +142,9 @@ pub(super) fn reduce<T: CpuElement, W: Compute, R: ReduceOps<W>>(
         "internal: one result element per output"
     );
     if layout.is_outer() {
-        reduce_outer(data, &layout, op, out);
+        reduce_outer(data, &layout, op, out)
     } else {
-        reduce_inner(data, &layout, op, out);
+        reduce_inner(data, &layout, op, out)
     }
 }
 
@@ -153,25 +153,24 @@ fn reduce_inner<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     l: &Layout,
     op: &R,
     out: Outputs<'_>,
-) {
+) -> Written {
     let grain = (PARALLEL_GRAIN / l.num_inputs.max(1)).max(1);
     if let Some(stride) = l.single_inputs() {
         // The general loop's one-element case, with neither a cursor nor a
         // match per output, so that it vectorises.
-        par_blocks(out, grain, l.num_inputs, &|first, out| {
+        return par_blocks(out, grain, l.num_inputs, &|first, out| {
             out.fill_staged(op, |k, accs| {
                 let start = l.base + (first + k) * stride;
                 dispatch!(fold_single_inputs(data, start, stride, op, accs))
             })
         });
-        return;
     }
     if let Some((n, stride)) = l.short_rows() {
         // Rows of at most one leaf, one output dim apart: each stage of a
         // block folds its rows in one loop (the same lanes and combine
         // order as the leaf below, so the same bits), without a call, a
         // cursor or a 16-bit conversion per row.
-        par_blocks(out, grain, l.num_inputs, &|first, out| {
+        return par_blocks(out, grain, l.num_inputs, &|first, out| {
             out.fill_staged(op, |k, accs| {
                 let start = l.base + (first + k) * stride;
                 let span = (accs.len() - 1) * stride + n;
@@ -184,7 +183,6 @@ fn reduce_inner<T: CpuElement, W: Compute, R: ReduceOps<W>>(
                 ));
             })
         });
-        return;
     }
     // Outputs in blocks of `grain`, each block walking its outputs with a
     // running offset: with many short rows, a division per output dim per
@@ -205,7 +203,7 @@ fn reduce_inner<T: CpuElement, W: Compute, R: ReduceOps<W>>(
                 cursor.advance();
             }
         })
-    });
+    })
 }
 
 /// A position in a dim list's index space and its input offset, advanced
@@ -393,17 +391,17 @@ fn reduce_outer<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     l: &Layout,
     op: &R,
     out: Outputs<'_>,
-) {
+) -> Written {
     let width = l.output[0].0;
     let tile = tile_width(width, l.num_outputs / width, rayon::current_num_threads());
     par_blocks(out, width, l.num_inputs, &|first, row_out| {
         let base = l.base + Layout::offset(&l.output[1..], first / width);
-        par_blocks(row_out, tile, l.num_inputs, &|t, mut tile_out| {
+        par_blocks(row_out, tile, l.num_inputs, &|t, tile_out| {
             let mut acc = vec![op.identity(); tile_out.len()];
             outer_tree(data, base + t, &l.reduce, 0, l.num_inputs, op, &mut acc);
-            tile_out.write(op, &acc);
-        });
-    });
+            tile_out.write(op, &acc)
+        })
+    })
 }
 
 /// Pairwise reduction, over reduce indices `lo..hi`, of input rows of

@@ -1,6 +1,7 @@
 //! Where a tensor's elements live. Views share one storage through an `Arc`.
 
 use crate::{DType, Device, Element, Error, Result};
+use std::mem::MaybeUninit;
 use std::sync::Arc;
 
 /// Host memory for one dtype, kept as 8-byte words so that a slice of any
@@ -23,9 +24,11 @@ pub(crate) fn try_vec<T: Clone>(value: T, n: usize) -> Result<Vec<T>> {
 }
 
 /// `n` zero words, or [`Error::OutOfMemory`]. The allocator's zeroed
-/// allocation hands large buffers over as fresh pages the kernel zeroes on
-/// first touch, so a result is written once (by whoever fills it) rather
-/// than zeroed first; `try_vec(0, n)` writes every word.
+/// allocation hands the largest buffers over as fresh pages the kernel
+/// zeroes on first touch; smaller ones (up to glibc's 32 MiB mmap
+/// threshold, once freed buffers have raised it) come back from the heap
+/// and are cleared by a memset on the calling thread. Results that are
+/// about to be overwritten whole are made as [`UninitStorage`] instead.
 fn try_zeroed_words(n: usize) -> Result<Vec<u64>> {
     let oom = || Error::OutOfMemory {
         bytes: n.saturating_mul(8),
@@ -94,10 +97,6 @@ impl CpuStorage {
         unsafe { std::slice::from_raw_parts(self.words.as_ptr() as *const u8, self.byte_count()) }
     }
 
-    pub(crate) fn dtype(&self) -> DType {
-        self.dtype
-    }
-
     pub(crate) fn as_mut_bytes(&mut self) -> &mut [u8] {
         let len = self.byte_count();
         // SAFETY: u64 words reinterpreted as bytes; the length is within the
@@ -148,6 +147,71 @@ impl CpuStorage {
             });
         }
         Ok(s)
+    }
+}
+
+/// Host memory for `len` elements of one dtype whose bytes are not yet
+/// written: a reduction's results, which its producer writes in full
+/// before anyone reads them. Zeroing them first cost a memset of the whole
+/// result on one thread (the allocator recycles freed buffers of up to
+/// 32 MiB from its heap, and `calloc` must clear those), as much as the
+/// reduction itself for millions of short rows on 16 cores.
+pub(crate) struct UninitStorage {
+    words: Vec<MaybeUninit<u64>>,
+    len: usize,
+    dtype: DType,
+}
+
+impl UninitStorage {
+    /// Room for `len` elements of `dtype`, or [`Error::ShapeOverflow`] /
+    /// [`Error::OutOfMemory`].
+    pub(crate) fn new(dtype: DType, len: usize) -> Result<Self> {
+        let bytes = byte_len(dtype, len)?;
+        let n = bytes.div_ceil(8);
+        let mut words = try_with_capacity::<MaybeUninit<u64>>(n)?;
+        words.resize(n, MaybeUninit::uninit());
+        // The last word's bytes past the elements belong to no element and
+        // are never written: zero them, so that every word is initialised.
+        if let Some(last) = words.last_mut() {
+            last.write(0);
+        }
+        Ok(UninitStorage { words, len, dtype })
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// The elements' bytes, to be written.
+    pub(crate) fn as_mut_bytes(&mut self) -> &mut [MaybeUninit<u8>] {
+        let len = byte_len(self.dtype, self.len).expect("internal: checked by new");
+        // SAFETY: u64 words reinterpreted as bytes (both possibly
+        // uninitialised); the length is within the allocation, and
+        // `&mut self` gives exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr().cast(), len) }
+    }
+
+    /// The storage, its elements written.
+    ///
+    /// # Safety
+    /// Every byte of [`as_mut_bytes`](Self::as_mut_bytes) has been written
+    /// with a valid value of the dtype.
+    pub(crate) unsafe fn assume_init(self) -> CpuStorage {
+        let mut words = std::mem::ManuallyDrop::new(self.words);
+        let (ptr, len, cap) = (words.as_mut_ptr(), words.len(), words.capacity());
+        CpuStorage {
+            // SAFETY: `MaybeUninit<u64>` has the layout of `u64`, the
+            // allocation is handed over whole (pointer, length and
+            // capacity), and every word is initialised: the elements' bytes
+            // by the caller's promise, the last word's tail by `new`.
+            words: unsafe { Vec::from_raw_parts(ptr.cast::<u64>(), len, cap) },
+            len: self.len,
+            dtype: self.dtype,
+        }
     }
 }
 
