@@ -16,6 +16,7 @@ mod isa;
 mod norm_ops;
 mod ops;
 mod outputs;
+mod pool;
 mod simd;
 mod tree;
 mod welford;

@@ -20,6 +20,7 @@ use super::element::{combine_lanes, CpuElement, ROWS_PER_PASS};
 use super::isa::dispatch;
 use super::ops::{Compute, ReduceOps};
 use super::outputs::{par_blocks, Outputs, Written};
+use super::pool::on_pool;
 use crate::iter::TensorIterator;
 
 /// Elements summed sequentially (over 8 lanes) at the bottom of the pairwise tree.
@@ -141,10 +142,20 @@ pub(super) fn reduce<T: CpuElement, W: Compute, R: ReduceOps<W>>(
         layout.num_outputs,
         "internal: one result element per output"
     );
-    if layout.is_outer() {
-        reduce_outer(data, &layout, op, out)
+    let run = || {
+        if layout.is_outer() {
+            reduce_outer(data, &layout, op, out)
+        } else {
+            reduce_inner(data, &layout, op, out)
+        }
+    };
+    // Work that the trees split across threads enters the pool once, here,
+    // with a caller that does not sleep while it waits ([`on_pool`]); the
+    // rest stays on the calling thread.
+    if layout.num_inputs.saturating_mul(layout.num_outputs) >= 2 * PARALLEL_GRAIN {
+        on_pool(run)
     } else {
-        reduce_inner(data, &layout, op, out)
+        run()
     }
 }
 
