@@ -152,7 +152,7 @@ pub(super) fn reduce<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     // Work that the trees split across threads enters the pool once, here,
     // with a caller that does not sleep while it waits ([`on_pool`]); the
     // rest stays on the calling thread.
-    if layout.num_inputs.saturating_mul(layout.num_outputs) >= 2 * PARALLEL_GRAIN {
+    if splits(layout.num_inputs.saturating_mul(layout.num_outputs)) {
         on_pool(run)
     } else {
         run()
@@ -485,14 +485,20 @@ fn split_point(n: usize) -> usize {
     ((n / 2) & !7).max(1)
 }
 
-/// Runs two subtrees, in parallel when they are big enough to pay for it.
-/// The association (and so the result) is the same either way.
+/// Whether `work` elements are enough to split across two threads.
+fn splits(work: usize) -> bool {
+    work >= 2 * PARALLEL_GRAIN
+}
+
+/// Runs two subtrees, in parallel when they are big enough to pay for it
+/// ([`splits`]). The association (and so the result) is the same either
+/// way.
 pub(super) fn maybe_join<R: Send>(
     work: usize,
     a: impl FnOnce() -> R + Send,
     b: impl FnOnce() -> R + Send,
 ) -> (R, R) {
-    if work >= 2 * PARALLEL_GRAIN {
+    if splits(work) {
         rayon::join(a, b)
     } else {
         (a(), b())
