@@ -3,7 +3,10 @@
 //! backend and, where it has the op, by ndarray, next to a plain
 //! multithreaded read of the same number of bytes.
 //!
-//! `cargo bench --bench cpu_reduce [-- [--op NAME] [--cases suite|sweep] [--quick] [--json PATH] [CASE-SUBSTRING ...]]`
+//! `cargo bench --bench cpu_reduce [-- [--op NAME] [--cases suite|sweep] [--quick] [--json PATH] [--serve] [CASE-SUBSTRING ...]]`
+//!
+//! `--serve` takes commands on stdin instead (see [`serve`]), for the
+//! interleaved comparison of `scripts/compare_cpu.py`.
 //!
 //! Each result is checked against the op's f64 reference
 //! (`common::reference`) before it is timed: a fast wrong answer fails the
@@ -66,6 +69,16 @@ impl Plan {
             }
         }
     }
+    /// The protocol as the JSON both the batch and the serve modes report.
+    fn json(&self) -> serde_json::Value {
+        json!({
+            "warmup": self.warmup,
+            "min_runs": self.min_runs,
+            "max_runs": self.max_runs,
+            "budget_ms": self.budget.as_millis() as u64,
+        })
+    }
+
     /// Microseconds of each timed run of `f`.
     fn time(&self, mut f: impl FnMut()) -> Vec<f64> {
         for _ in 0..self.warmup {
@@ -208,29 +221,141 @@ impl Row {
     }
 }
 
+/// A case whose input is made and whose result was checked: what the timed
+/// calls need.
+struct Prepared {
+    row: Row,
+    /// The base tensor and the case's view of it, and the call; `None` when
+    /// the op does not apply or the result was wrong (nothing to time).
+    ready: Option<(tensor_reduce::Tensor, tensor_reduce::Tensor, ops::Call)>,
+}
+
+impl Prepared {
+    fn new(spec: &OpSpec, case: &Case) -> tensor_reduce::Result<Prepared> {
+        let mut row = Row::new(case);
+        if let Some(why) = ops::not_applicable(spec, case.dims.len(), case.dtype) {
+            row.skipped = Some(why);
+            row.ok = true;
+            return Ok(Prepared { row, ready: None });
+        }
+        let call = ops::call(spec.name, &case.dims).expect("main checked the op is wired");
+        let (base, x) = case.make_input()?;
+        let want = expected(case, &base, spec)?;
+        let c = check_output(&want, &call(&x)?)?;
+        drop(want);
+        row.worst_err_over_tol = c.worst_err_over_tol;
+        row.ok = c.ok;
+        if !c.ok {
+            row.detail = c.detail;
+            return Ok(Prepared { row, ready: None });
+        }
+        Ok(Prepared {
+            row,
+            ready: Some((base, x, call)),
+        })
+    }
+
+    /// The median µs of our call under `plan`, if there is one to time.
+    fn time_ours(&self, plan: &Plan) -> Option<f64> {
+        let (_, x, call) = self.ready.as_ref()?;
+        Some(median(&plan.time(|| {
+            black_box(call(x).expect("checked when prepared"));
+        })))
+    }
+
+    fn time_ndarray(&self, spec: &OpSpec, plan: &Plan) -> tensor_reduce::Result<Option<f64>> {
+        match &self.ready {
+            Some((base, _, _)) => nd_time(spec.name, &self.row.case, base, plan),
+            None => Ok(None),
+        }
+    }
+}
+
+/// The plain read's GB/s over as many bytes as `case` reads.
+fn time_plain(case: &Case, plain_buf: &[f32], plan: &Plan) -> f64 {
+    let n = (case.input_bytes as usize / 4).clamp(16, plain_buf.len());
+    let us = median(&plan.time(|| {
+        black_box(plain_read(black_box(&plain_buf[..n])));
+    }));
+    gbs(4 * n as u64, us)
+}
+
 fn run_case(spec: &OpSpec, case: &Case, plan: &Plan) -> tensor_reduce::Result<Row> {
-    let mut row = Row::new(case);
-    if let Some(why) = ops::not_applicable(spec, case.dims.len(), case.dtype) {
-        row.skipped = Some(why);
-        row.ok = true;
-        return Ok(row);
+    let p = Prepared::new(spec, case)?;
+    let ours_us = p.time_ours(plan);
+    let nd_us = p.time_ndarray(spec, plan)?;
+    Ok(Row {
+        ours_us,
+        nd_us,
+        ..p.row
+    })
+}
+
+/// `--serve`: one command a line on stdin, one JSON reply a line on stdout,
+/// so that `scripts/compare_cpu.py` can time torch between our rounds of the
+/// same case: the two sides' calls are then seconds apart, not a whole run,
+/// on a host whose memory speed drifts within minutes.
+///
+/// - `case NAME`: make, check and keep the case's input; replies `ok`,
+///   `skipped`, `detail` and `worst_err_over_tol`.
+/// - `time`: our median µs under the plan (`us`, null when nothing to time).
+/// - `plain`: the plain read's GB/s over the case's bytes (`gbs`).
+/// - `ndarray`: ndarray's median µs (`us`, null where it has no such op).
+/// - `quit`.
+///
+/// The first line out describes the run (commit, threads, protocol).
+fn serve(spec: &OpSpec, cases: &[Case], plan: &Plan, plain_buf: &[f32]) -> ExitCode {
+    use std::io::{BufRead, Write};
+    let mut out = std::io::stdout().lock();
+    let mut reply =
+        |v: serde_json::Value| -> bool { writeln!(out, "{v}").and_then(|_| out.flush()).is_ok() };
+    if !reply(json!({
+        "commit": common::git_commit(),
+        "threads": rayon::current_num_threads(),
+        "protocol": plan.json(),
+    })) {
+        return ExitCode::FAILURE;
     }
-    let call = ops::call(spec.name, &case.dims).expect("main checked the op is wired");
-    let (base, x) = case.make_input()?;
-    let want = expected(case, &base, spec)?;
-    let c = check_output(&want, &call(&x)?)?;
-    drop(want);
-    row.worst_err_over_tol = c.worst_err_over_tol;
-    if !c.ok {
-        row.detail = c.detail;
-        return Ok(row);
+    let mut current: Option<Prepared> = None;
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        let (cmd, arg) = line.trim().split_once(' ').unwrap_or((line.trim(), ""));
+        let v = match (cmd, current.as_ref()) {
+            ("quit", _) => break,
+            ("case", _) => {
+                current = None; // frees the previous input first
+                match cases.iter().find(|c| c.name == arg) {
+                    None => json!({"ok": false, "detail": format!("no case named {arg:?}")}),
+                    Some(case) => match Prepared::new(spec, case) {
+                        Ok(p) => {
+                            let r = &p.row;
+                            let v = json!({
+                                "ok": r.ok,
+                                "skipped": r.skipped,
+                                "detail": r.detail,
+                                "worst_err_over_tol": r.worst_err_over_tol.is_finite().then_some(r.worst_err_over_tol),
+                            });
+                            current = Some(p);
+                            v
+                        }
+                        Err(e) => json!({"ok": false, "detail": e.to_string()}),
+                    },
+                }
+            }
+            (_, None) => json!({"error": format!("{cmd}: no case prepared")}),
+            ("time", Some(p)) => json!({"us": p.time_ours(plan)}),
+            ("plain", Some(p)) => json!({"gbs": time_plain(&p.row.case, plain_buf, plan)}),
+            ("ndarray", Some(p)) => match p.time_ndarray(spec, plan) {
+                Ok(us) => json!({"us": us}),
+                Err(e) => json!({"error": e.to_string()}),
+            },
+            _ => json!({"error": format!("unknown command {line:?}")}),
+        };
+        if !reply(v) {
+            return ExitCode::FAILURE;
+        }
     }
-    row.ours_us = Some(median(&plan.time(|| {
-        black_box(call(&x).expect("checked above"));
-    })));
-    row.nd_us = nd_time(spec.name, case, &base, plan)?;
-    row.ok = true;
-    Ok(row)
+    ExitCode::SUCCESS
 }
 
 fn goal_cell(r: &Row) -> &'static str {
@@ -286,6 +411,9 @@ fn main() -> ExitCode {
         .into_par_iter()
         .map(|i| (i % 7) as f32 - 3.0)
         .collect();
+    if args.serve {
+        return serve(spec, &cases, &plan, &plain_buf);
+    }
     let mut rows = Vec::new();
     for case in &cases {
         let t = Instant::now();
@@ -294,11 +422,7 @@ fn main() -> ExitCode {
             ..Row::new(case)
         });
         if row.ours_us.is_some() {
-            let n = (case.input_bytes as usize / 4).clamp(16, plain_buf.len());
-            let us = median(&plan.time(|| {
-                black_box(plain_read(black_box(&plain_buf[..n])));
-            }));
-            row.plain_gbs = Some(gbs(4 * n as u64, us));
+            row.plain_gbs = Some(time_plain(case, &plain_buf, &plan));
         }
         let status = match (&row.skipped, row.ok) {
             (Some(_), _) => "n/a   ",
@@ -390,12 +514,7 @@ fn main() -> ExitCode {
             "threads": threads,
             "date_unix": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
             "quick": args.quick,
-            "protocol": {
-                "warmup": plan.warmup,
-                "min_runs": plan.min_runs,
-                "max_runs": plan.max_runs,
-                "budget_ms": plan.budget.as_millis() as u64,
-            },
+            "protocol": plan.json(),
             "goal_gbs": GOAL_GBS,
             "cases": rows.iter().map(|r| json!({
                 "name": r.case.name,

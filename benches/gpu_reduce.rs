@@ -607,6 +607,10 @@ fn run(args: &Args, spec: &OpSpec, cases: &[Case]) -> Result<ExitCode, BoxError>
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if args.serve {
+        eprintln!("gpu_reduce: --serve is cpu_reduce's (the GPU peers are timed by events, not interleaved)");
+        return ExitCode::from(2);
+    }
     if let Err(e) = common::reference::self_check() {
         eprintln!("gpu_reduce: {e}");
         return ExitCode::FAILURE;

@@ -222,8 +222,9 @@ cat >"$dest/bench.sh" <<'BENCH'
 #   bash .gpu/bench.sh gpu|cpu [suite|sweep] [OP] [more arguments for compare_*.py]
 #
 # gpu: our staged gpu_reduce bench, then torch and CuPy on the same cases
-# (scripts/compare_gpu.py); cpu: our staged cpu_reduce bench, then torch on
-# the CPU with the same threads and protocol (scripts/compare_cpu.py). Writes
+# (scripts/compare_gpu.py); cpu: our staged cpu_reduce bench and torch on
+# the CPU, in alternating rounds case by case, with the same threads and
+# protocol (scripts/compare_cpu.py). Writes
 # BACKEND_SET_OP.md (the table, geometric mean last), .json (ours),
 # _peers.json and .log under $OUT ($OUT unset: .gpu/results). Exits non-zero
 # when a result of ours failed its check.

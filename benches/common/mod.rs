@@ -288,6 +288,9 @@ pub struct Args {
     pub op: String,
     /// The case list (`--cases suite|sweep`, default suite).
     pub cases: CaseSet,
+    /// cpu_reduce only: take commands on stdin instead of running the cases
+    /// in turn, so that a peer can be timed between our rounds.
+    pub serve: bool,
 }
 
 impl Args {
@@ -303,6 +306,7 @@ impl Args {
                 "--bench" => {}
                 "--quick" => args.quick = true,
                 "--list" => args.list = true,
+                "--serve" => args.serve = true,
                 "--json" => args.json = Some(it.next().expect("--json needs a path")),
                 "--op" => args.op = it.next().expect("--op needs a name"),
                 "--cases" => {
@@ -317,7 +321,7 @@ impl Args {
                 }
                 "-h" | "--help" => {
                     eprintln!(
-                        "usage: [--op NAME] [--cases suite|sweep] [--quick] [--list] [--json PATH] [CASE-SUBSTRING ...]\n\
+                        "usage: [--op NAME] [--cases suite|sweep] [--quick] [--list] [--json PATH] [--serve] [CASE-SUBSTRING ...]\n\
                          ops: {}",
                         ops::wired().join(", ")
                     );
