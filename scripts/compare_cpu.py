@@ -25,7 +25,9 @@ measured to OURS in the bench's own JSON shape; `auto` is the bench binary
 staged by the GPU bundle (.gpu/bin/bench-cpu_reduce-*) when there is one,
 else `cargo bench --bench cpu_reduce --`. Without `--run-ours`, `--ours`
 merges an existing JSON of the bench and torch is timed afterwards (not
-interleaved). `--dry-run` needs no torch: it prints
+interleaved). `--merge A.json B.json` makes one table of runs over parts of the case list
+(each beside its `_peers.json`), for a sweep that does not fit one command
+on the GPU machine. `--dry-run` needs no torch: it prints
 the case list and, with `--ours`, the table with an empty torch column.
 """
 
@@ -203,6 +205,26 @@ def measure_interleaved(cases, op, spec, extra, rounds, threads_arg):
     return doc, peers, torch_env(torch), rc
 
 
+def merge_runs(paths):
+    """Our JSONs and torch's of runs over parts of one case list, as one run
+    (they must come from one commit and one protocol)."""
+    docs, peers, env = [], {}, {}
+    for path in paths:
+        with open(path) as f:
+            docs.append(json.load(f))
+        with open(path[: -len(".json")] + "_peers.json") as f:
+            p = json.load(f)
+        peers.update(p["cases"])
+        env = env or p["env"]
+    first = docs[0]
+    for d in docs[1:]:
+        for key in ("commit", "protocol", "threads", "op", "rounds"):
+            if d.get(key) != first.get(key):
+                raise SystemExit(f"cannot merge runs with different {key}: {first.get(key)} vs {d.get(key)}")
+    merged = dict(first, cases=[c for d in docs for c in d["cases"]])
+    return merged, peers, env
+
+
 def cpu_name():
     try:
         with open("/proc/cpuinfo") as f:
@@ -272,6 +294,9 @@ def main():
     ap.add_argument("--threads", type=int, help="torch threads (default: our bench's, else every core)")
     ap.add_argument("--out", help="also write the markdown table to this file")
     ap.add_argument("--peers-json", help="also write torch's raw numbers to this file")
+    ap.add_argument("--merge", nargs="+", metavar="OURS_JSON",
+                    help="no timing: one table from runs over parts of the case list (each OURS_JSON beside its "
+                         "_peers.json, as bench.sh writes them)")
     ap.add_argument("--dry-run", action="store_true", help="no torch: print the cases (and the merged table with --ours)")
     ap.add_argument("filters", nargs="*", help="substrings of case names (all when empty)")
     args = ap.parse_args()
@@ -280,7 +305,10 @@ def main():
     status = 0
     if args.run_ours and args.dry_run:
         ap.error("--dry-run runs no torch: merge an existing --ours instead of --run-ours")
-    if args.run_ours:
+    if args.merge:
+        ours_doc, peers, env = merge_runs(args.merge)
+        protocol, threads = ours_doc["protocol"], ours_doc["threads"]
+    elif args.run_ours:
         if not args.ours:
             ap.error("--run-ours needs --ours PATH")
         extra = ["--op", args.op, "--cases", args.case_set] + (["--quick"] if args.quick else []) + args.filters
