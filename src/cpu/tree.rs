@@ -264,7 +264,8 @@ fn contiguous_tree<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     op: &R,
 ) -> R::Acc {
     if x.len() <= LEAF {
-        let lanes = dispatch!(leaf_lanes(x, first, op));
+        let mut lanes = [op.identity(); 8];
+        dispatch!(leaf_lanes(x, first, op, &mut lanes));
         return combine_lanes(op, &lanes);
     }
     let mid = split_point(x.len());
@@ -277,21 +278,24 @@ fn contiguous_tree<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     op.combine(a, b)
 }
 
-/// A leaf's lanes, folded in a function of their own ([`dispatch!`]'s):
-/// inlined into the tree, the compiler laid the lanes out in registers for
-/// the combine that follows (even and odd lanes apart) and shuffled them
-/// on every step of the loop instead. Single-threaded on the 2-core
-/// machine, the call made bf16 rows 1.25x, f64 1.2x and i64 1.06x faster,
-/// and f32 rows (already in order) 0.92x.
+/// A leaf's lanes, folded in a function of their own ([`dispatch!`]'s)
+/// into `lanes`, which the caller holds. Inlined into the tree, the
+/// compiler laid the lanes out in registers for the combine that follows
+/// (even and odd lanes apart) and shuffled them on every step of the loop;
+/// returned by value from the dispatched function, they were still split
+/// into 128- and 64-bit pieces, the f32 loop a mix of 4-lane adds and
+/// 2-lane loads. Filled through a reference, each set of 8 f32 lanes is one
+/// 256-bit add with AVX2: single-threaded on the 2-core machine, a sum of
+/// 64 f32 rows of 4096 (1 MB, from cache) went from 43-53 to 57-59 GB/s a
+/// call, the call's fixed costs included.
 #[inline(always)]
 fn leaf_lanes<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     x: &[T],
     first: usize,
     op: &R,
-) -> [R::Acc; 8] {
-    let mut lanes = [op.identity(); 8];
-    T::accumulate_contiguous(x, first, op, &mut lanes);
-    lanes
+    lanes: &mut [R::Acc; 8],
+) {
+    T::accumulate_contiguous(x, first, op, lanes);
 }
 
 /// Pairwise reduction of reduce indices `lo..hi` of a (possibly multi-dim,
@@ -311,7 +315,14 @@ fn inner_tree<T: CpuElement, W: Compute, R: ReduceOps<W>>(
             // planes, split into leaves): the contiguous leaf, whose lanes
             // are the same as one run of the strided leaf's.
             let start = base + Layout::offset(dims, lo);
-            dispatch!(leaf_lanes(&data[start..start + (hi - lo)], lo, op))
+            let mut lanes = [op.identity(); 8];
+            dispatch!(leaf_lanes(
+                &data[start..start + (hi - lo)],
+                lo,
+                op,
+                &mut lanes
+            ));
+            lanes
         } else {
             // Not dispatched: with AVX2, channel statistics (runs of a
             // leaf through this loop) ran 1.5-1.8x slower on the 16-core
