@@ -86,8 +86,8 @@ def torch_env(torch):
 
 
 def torch_timer(case, op, maker, gen):
-    """A function timing torch's call on `case` under a protocol, and the
-    input it holds (None and a note where torch refuses the case)."""
+    """A function timing torch's call on `case` under a protocol; it holds
+    the case's input until dropped."""
     x = torch_view(torch_input(case, maker, gen).cpu(), case["view"])
     call, dims = torch_call(op), tuple(case["dims"])
     return lambda protocol: time_us(lambda: call(x, dims), protocol)
@@ -289,7 +289,8 @@ def main():
     ap.add_argument("--cases", dest="case_set", default="suite", choices=CASE_SETS)
     ap.add_argument("--quick", action="store_true", help="the sweep's small shapes and 1 warm-up + 3 runs, on both sides")
     ap.add_argument("--ours", help="JSON written by `cpu_reduce --json` (merged into the table)")
-    ap.add_argument("--run-ours", metavar="CMD", help="run `CMD --json OURS --op OP --cases SET` first; `auto`: the bundle's staged bench, else cargo bench")
+    ap.add_argument("--run-ours", metavar="CMD", help="start `CMD --serve --op OP --cases SET`, time torch between its rounds and write ours to OURS; "
+                         "`auto`: the bundle's staged bench, else cargo bench")
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds of ours and torch a case (with --run-ours)")
     ap.add_argument("--threads", type=int, help="torch threads (default: our bench's, else every core)")
     ap.add_argument("--out", help="also write the markdown table to this file")

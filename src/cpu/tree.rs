@@ -264,9 +264,7 @@ fn contiguous_tree<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     op: &R,
 ) -> R::Acc {
     if x.len() <= LEAF {
-        let mut lanes = [op.identity(); 8];
-        dispatch!(leaf_lanes(x, first, op, &mut lanes));
-        return combine_lanes(op, &lanes);
+        return combine_lanes(op, &leaf_lanes(x, first, op));
     }
     let mid = split_point(x.len());
     let (lo, hi) = x.split_at(mid);
@@ -278,8 +276,8 @@ fn contiguous_tree<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     op.combine(a, b)
 }
 
-/// A leaf's lanes, folded in a function of their own ([`dispatch!`]'s)
-/// into `lanes`, which the caller holds. Inlined into the tree, the
+/// A contiguous leaf's lanes, folded in a function of their own
+/// ([`dispatch!`]'s) into lanes held here. Inlined into the tree, the
 /// compiler laid the lanes out in registers for the combine that follows
 /// (even and odd lanes apart) and shuffled them on every step of the loop;
 /// returned by value from the dispatched function, they were still split
@@ -293,9 +291,10 @@ fn leaf_lanes<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     x: &[T],
     first: usize,
     op: &R,
-    lanes: &mut [R::Acc; 8],
-) {
-    T::accumulate_contiguous(x, first, op, lanes);
+) -> [R::Acc; 8] {
+    let mut lanes = [op.identity(); 8];
+    dispatch!(T::accumulate_contiguous(x, first, op, &mut lanes));
+    lanes
 }
 
 /// Pairwise reduction of reduce indices `lo..hi` of a (possibly multi-dim,
@@ -315,14 +314,7 @@ fn inner_tree<T: CpuElement, W: Compute, R: ReduceOps<W>>(
             // planes, split into leaves): the contiguous leaf, whose lanes
             // are the same as one run of the strided leaf's.
             let start = base + Layout::offset(dims, lo);
-            let mut lanes = [op.identity(); 8];
-            dispatch!(leaf_lanes(
-                &data[start..start + (hi - lo)],
-                lo,
-                op,
-                &mut lanes
-            ));
-            lanes
+            leaf_lanes(&data[start..start + (hi - lo)], lo, op)
         } else {
             // Not dispatched: with AVX2, channel statistics (runs of a
             // leaf through this loop) ran 1.5-1.8x slower on the 16-core
