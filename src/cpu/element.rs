@@ -64,7 +64,16 @@ pub(crate) trait CpuElement: Element {
         op: &R,
         out: &mut [R::Acc],
     ) {
-        fold_rows_with(x, stride, n, op, out, Self::widen);
+        fold_rows_with(
+            x,
+            stride,
+            n,
+            op,
+            out,
+            Self::widen,
+            #[inline(always)]
+            |row, lanes| Self::accumulate_contiguous(row, 0, op, lanes),
+        );
     }
 
     /// Folds `x[j]` into `acc[j]`: one input row of a column reduction, at
@@ -291,11 +300,13 @@ fn accumulate_chunks<T: Copy, W: Compute, R: ReduceOps<W>>(
     }
 }
 
-/// [`CpuElement::fold_rows`] with `conv`. Rows of a few elements cost
+/// [`CpuElement::fold_rows`] with `conv`, and `leaf` to fold a row into
+/// lanes (in [`accumulate_lanes`]' order). Rows of a few elements cost
 /// per row, not per element: their lengths up to 16 that are powers of
 /// two take a loop with the length a constant, which the compiler unrolls
 /// (lanes, combine and all) with no remainder loop; other lengths go
-/// through the same leaf with a run-time length. Same lanes, same order.
+/// through `leaf` with a run-time length ([`fold_leaves`]). Same lanes,
+/// same order.
 #[inline(always)]
 fn fold_rows_with<T: Copy, W: Compute, R: ReduceOps<W>>(
     x: &[T],
@@ -304,6 +315,7 @@ fn fold_rows_with<T: Copy, W: Compute, R: ReduceOps<W>>(
     op: &R,
     out: &mut [R::Acc],
     conv: impl Fn(T) -> W + Copy,
+    leaf: impl Fn(&[T], &mut [R::Acc; 8]),
 ) {
     #[inline(always)]
     fn rows_of<const N: usize, T: Copy, W: Compute, R: ReduceOps<W>>(
@@ -323,10 +335,55 @@ fn fold_rows_with<T: Copy, W: Compute, R: ReduceOps<W>>(
         4 => rows_of::<4, T, W, R>(x, stride, op, out, conv),
         8 => rows_of::<8, T, W, R>(x, stride, op, out, conv),
         16 => rows_of::<16, T, W, R>(x, stride, op, out, conv),
-        _ => {
-            for (i, o) in out.iter_mut().enumerate() {
-                *o = fold_leaf(&x[i * stride..i * stride + n], op, conv);
-            }
+        _ => fold_leaves(
+            op,
+            n,
+            out,
+            #[inline(always)]
+            |i, lanes| leaf(&x[i * stride..i * stride + n], lanes),
+        ),
+    }
+}
+
+/// Rows [`fold_leaves`] folds into lanes before it combines them.
+const ROW_GROUP: usize = 16;
+
+/// `out[i]` = the leaf of row `i` (of `n` elements), whose lanes
+/// `lanes_of(i, lanes)` folds. Rows of 4-byte accumulators with a whole
+/// block of lane sets fold the lanes of a group of rows first, then
+/// combine them: folded and combined row by row, the compiler laid each
+/// row's 8 lanes out for the combine and split them into 128- and 64-bit
+/// pieces in the loop, where stored a row at a time into the group they
+/// are one register. Single-threaded on the 2-core machine (rows from
+/// cache, the two builds alternated), f32 rows of 64-512 went from 15-47
+/// to 33-73 GB/s, bf16 rows of 128-512 from 7-12 to 20-55 and f16 from
+/// 8-14 to 16-41. Wider accumulators (f64: two registers of lanes) and
+/// shorter rows measured level or slower grouped, so they fold and
+/// combine row by row.
+#[inline(always)]
+fn fold_leaves<W: Compute, R: ReduceOps<W>>(
+    op: &R,
+    n: usize,
+    out: &mut [R::Acc],
+    mut lanes_of: impl FnMut(usize, &mut [R::Acc; 8]),
+) {
+    let sets = const { lane_sets::<R::Acc>() };
+    if sets < 4 || n < 8 * sets {
+        for (i, o) in out.iter_mut().enumerate() {
+            let mut lanes = [op.identity(); 8];
+            lanes_of(i, &mut lanes);
+            *o = combine_lanes(op, &lanes);
+        }
+        return;
+    }
+    let mut group = [[op.identity(); 8]; ROW_GROUP];
+    for (g, out) in out.chunks_mut(ROW_GROUP).enumerate() {
+        for (r, lanes) in group[..out.len()].iter_mut().enumerate() {
+            *lanes = [op.identity(); 8];
+            lanes_of(g * ROW_GROUP + r, lanes);
+        }
+        for (o, lanes) in out.iter_mut().zip(&group) {
+            *o = combine_lanes(op, lanes);
         }
     }
 }
@@ -424,6 +481,19 @@ impl CpuElement for f16 {
         op: &R,
         out: &mut [R::Acc],
     ) {
+        if n >= F16_REGISTER_ROW {
+            // Each row widened in registers, as a long row is.
+            return fold_rows_with(
+                x,
+                stride,
+                n,
+                op,
+                out,
+                Self::widen,
+                #[inline(always)]
+                |row, lanes| Self::accumulate_contiguous(row, 0, op, lanes),
+            );
+        }
         // Whole rows a block: end-to-end rows convert as one slice,
         // rows with gaps one row at a time.
         let rows = (BLOCK / n).max(1);
@@ -439,9 +509,15 @@ impl CpuElement for f16 {
                     f16_to_f32(&x[row..row + n], &mut buf[i * n..(i + 1) * n]);
                 }
             }
-            for (i, o) in out.iter_mut().enumerate() {
-                *o = fold_leaf(&buf[i * n..(i + 1) * n], op, W::from_elem::<f32>);
-            }
+            fold_leaves(
+                op,
+                n,
+                out,
+                #[inline(always)]
+                |i, lanes| {
+                    accumulate_lanes(&buf[i * n..(i + 1) * n], 0, op, lanes, W::from_elem::<f32>)
+                },
+            );
         }
     }
 
@@ -480,6 +556,12 @@ impl CpuElement for f16 {
         }
     }
 }
+
+/// f16 rows at least this long widen row by row in registers (F16C, as a
+/// long row does) rather than a block of rows at a time into a buffer:
+/// single-threaded on the 2-core machine, rows of 64-512 ran 1.5-2.5x
+/// faster in registers.
+const F16_REGISTER_ROW: usize = 32;
 
 /// Columns an f16 column pass converts at a time: [`ROWS_PER_PASS`]
 /// buffers of this many f32 are 4 KiB.
