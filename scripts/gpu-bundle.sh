@@ -91,9 +91,9 @@ export RUST_BACKTRACE=1
 # below the device call's limit, so that the summary is printed. On a fresh
 # machine the kernel cache is cold: the warm stage compiles every kernel
 # first, one NVRTC compile per core (the precompile example), where
-# gpu_paths alone took 385-470 s compiling them one at a time. If the whole script does not fit one device call, split it with
-# ONLY and STAGES ("warm tests" first: later calls on the same machine find
-# the kernels cached).
+# gpu_paths alone took 385-470 s compiling them one at a time. If the whole
+# script does not fit one device call, split it with ONLY and STAGES ("warm
+# tests" first: later calls on the same machine find the kernels cached).
 TEST_TIMEOUT=${TEST_TIMEOUT:-500}
 SAN_TIMEOUT=${SAN_TIMEOUT:-120}
 DEADLINE=${DEADLINE:-3600}

@@ -64,16 +64,7 @@ pub(crate) trait CpuElement: Element {
         op: &R,
         out: &mut [R::Acc],
     ) {
-        fold_rows_with(
-            x,
-            stride,
-            n,
-            op,
-            out,
-            Self::widen,
-            #[inline(always)]
-            |row, lanes| Self::accumulate_contiguous(row, 0, op, lanes),
-        );
+        fold_rows_by_leaf(x, stride, n, op, out);
     }
 
     /// Folds `x[j]` into `acc[j]`: one input row of a column reduction, at
@@ -300,23 +291,22 @@ fn accumulate_chunks<T: Copy, W: Compute, R: ReduceOps<W>>(
     }
 }
 
-/// [`CpuElement::fold_rows`] with `conv`, and `leaf` to fold a row into
-/// lanes (in [`accumulate_lanes`]' order). Rows of a few elements cost
+/// [`CpuElement::fold_rows`], each row through the element's own leaf
+/// ([`CpuElement::accumulate_contiguous`]). Rows of a few elements cost
 /// per row, not per element: their lengths up to 16 that are powers of
 /// two take a loop with the length a constant, which the compiler unrolls
 /// (lanes, combine and all) with no remainder loop; other lengths go
-/// through `leaf` with a run-time length ([`fold_leaves`]). Same lanes,
+/// through the leaf with a run-time length ([`fold_leaves`]). Same lanes,
 /// same order.
 #[inline(always)]
-fn fold_rows_with<T: Copy, W: Compute, R: ReduceOps<W>>(
+fn fold_rows_by_leaf<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     x: &[T],
     stride: usize,
     n: usize,
     op: &R,
     out: &mut [R::Acc],
-    conv: impl Fn(T) -> W + Copy,
-    leaf: impl Fn(&[T], &mut [R::Acc; 8]),
 ) {
+    let conv = T::widen::<W>;
     #[inline(always)]
     fn rows_of<const N: usize, T: Copy, W: Compute, R: ReduceOps<W>>(
         x: &[T],
@@ -340,7 +330,7 @@ fn fold_rows_with<T: Copy, W: Compute, R: ReduceOps<W>>(
             n,
             out,
             #[inline(always)]
-            |i, lanes| leaf(&x[i * stride..i * stride + n], lanes),
+            |i, lanes| T::accumulate_contiguous(&x[i * stride..i * stride + n], 0, op, lanes),
         ),
     }
 }
@@ -483,16 +473,7 @@ impl CpuElement for f16 {
     ) {
         if n >= F16_REGISTER_ROW {
             // Each row widened in registers, as a long row is.
-            return fold_rows_with(
-                x,
-                stride,
-                n,
-                op,
-                out,
-                Self::widen,
-                #[inline(always)]
-                |row, lanes| Self::accumulate_contiguous(row, 0, op, lanes),
-            );
+            return fold_rows_by_leaf(x, stride, n, op, out);
         }
         // Whole rows a block: end-to-end rows convert as one slice,
         // rows with gaps one row at a time.
