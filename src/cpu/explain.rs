@@ -120,7 +120,7 @@ impl CpuPlan {
         } else if layout.is_outer() {
             let width = output_dims[0].0;
             let rows = num_outputs / width;
-            let tile = tile_width(width, rows, threads);
+            let tile = tile_width(width, rows, esize as usize, threads);
             CpuStrategy::Outer {
                 tile,
                 tiles_per_row: width.div_ceil(tile),

@@ -384,20 +384,39 @@ fn fold_single_inputs<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     }
 }
 
+/// Column tiles per thread where a tile for each thread would be narrower
+/// than [`TILE`]. With one tile each, a thread that starts late or runs
+/// slow holds up the call with nothing left for the others to take. On the
+/// 16-core host, in two runs interleaving the rules, four a thread made f64
+/// and i64 columns of 128 rows 1.1-1.2x faster, f32 columns of 512 rows
+/// 1.2x and the 32 MB columns of 128 rows 1.2-1.9x; splitting tiles the
+/// TILE cap had already made two a thread (f32 columns of 128 rows) was
+/// 0.6-0.8x, so those are left whole.
+pub(super) const TILES_PER_THREAD: usize = 4;
+/// Input bytes a tile's piece of a row keeps at least, so each row's read
+/// stays a stream: tiles of 1024 f16 (2 KiB pieces) ran 0.8-0.9x as fast as
+/// tiles of 2048 on the 16-core host.
+pub(super) const MIN_TILE_BYTES: usize = 4096;
+
 /// Outputs per column tile, for `rows` rows of `width` contiguous outputs
-/// on `threads` threads: [`TILE`], or narrower (down to [`MIN_TILE`]) where
-/// TILE-wide tiles would leave threads without one. On the 16-core host,
-/// f64 columns of 128 rows over 131072 outputs made 8 tiles for 16
-/// threads and ran at a third of the read. A tile's width never changes a
-/// result: every output folds its rows in the same order in any tile.
-pub(super) fn tile_width(width: usize, rows: usize, threads: usize) -> usize {
-    let tiles_per_row = threads.div_ceil(rows.max(1)).max(1);
-    width
-        .div_ceil(tiles_per_row)
-        .min(TILE)
-        .next_multiple_of(64)
-        .max(MIN_TILE)
-        .min(width)
+/// of `elem_bytes`-byte inputs on `threads` threads: [`TILE`] where a tile
+/// for each thread would be at least that wide, else [`TILES_PER_THREAD`]
+/// times as many narrower ones (no narrower than [`MIN_TILE`] and
+/// [`MIN_TILE_BYTES`]). On the 16-core host, f64 columns of 128 rows over
+/// 131072 outputs once made 8 tiles for 16 threads and ran at a third of
+/// the read. A tile's width never changes a result: every output folds its
+/// rows in the same order in any tile.
+pub(super) fn tile_width(width: usize, rows: usize, elem_bytes: usize, threads: usize) -> usize {
+    let one_each = width.div_ceil(threads.div_ceil(rows.max(1)).max(1));
+    let tile = if one_each >= TILE {
+        TILE
+    } else {
+        one_each
+            .div_ceil(TILES_PER_THREAD)
+            .max(MIN_TILE_BYTES.div_ceil(elem_bytes.max(1)))
+            .min(one_each)
+    };
+    tile.next_multiple_of(64).max(MIN_TILE).min(width)
 }
 
 fn reduce_outer<T: CpuElement, W: Compute, R: ReduceOps<W>>(
@@ -407,7 +426,8 @@ fn reduce_outer<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     out: Outputs<'_>,
 ) -> Written {
     let width = l.output[0].0;
-    let tile = tile_width(width, l.num_outputs / width, rayon::current_num_threads());
+    let threads = rayon::current_num_threads();
+    let tile = tile_width(width, l.num_outputs / width, size_of::<T>(), threads);
     par_blocks(out, width, l.num_inputs, &|first, row_out| {
         let base = l.base + Layout::offset(&l.output[1..], first / width);
         par_blocks(row_out, tile, l.num_inputs, &|t, tile_out| {
@@ -516,16 +536,22 @@ mod tests {
     use crate::{bf16, f16};
 
     #[test]
-    fn column_tiles_narrow_until_every_thread_has_one() {
-        assert_eq!(tile_width(1 << 20, 1, 16), TILE);
-        assert_eq!(tile_width(131072, 1, 16), 8192);
-        assert_eq!(tile_width(65536, 1, 16), 4096);
-        assert_eq!(tile_width(40000, 1, 1), TILE);
-        // Enough output rows for every thread: full tiles.
-        assert_eq!(tile_width(20000, 64, 16), TILE);
-        assert_eq!(tile_width(20000, 4, 16), 5056);
-        assert_eq!(tile_width(3000, 1, 16), MIN_TILE);
-        assert_eq!(tile_width(500, 1, 16), 500);
+    fn column_tiles_are_full_or_several_a_thread() {
+        // Wide enough for a full tile each: full tiles.
+        assert_eq!(tile_width(1 << 20, 1, 4, 16), TILE);
+        assert_eq!(tile_width(40000, 1, 4, 1), TILE);
+        assert_eq!(tile_width(20000, 64, 4, 16), TILE);
+        // Narrower: four a thread.
+        assert_eq!(tile_width(131072, 1, 8, 16), 2048);
+        assert_eq!(tile_width(65536, 1, 4, 16), 1024);
+        assert_eq!(tile_width(20000, 4, 4, 16), 1280);
+        // No narrower than MIN_TILE_BYTES (16-bit inputs), nor than one
+        // tile a thread would be.
+        assert_eq!(tile_width(32768, 1, 2, 16), 2048);
+        assert_eq!(tile_width(24576, 1, 2, 16), 1536);
+        // Nor than MIN_TILE, nor wider than the row.
+        assert_eq!(tile_width(3000, 1, 4, 16), MIN_TILE);
+        assert_eq!(tile_width(500, 1, 4, 16), 500);
     }
 
     /// The short-rows loop against a row at a time through the tree, bit
