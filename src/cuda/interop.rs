@@ -94,7 +94,7 @@ impl Tensor {
             retype::<T, u8>(slice, bytes)
         };
         let storage = CudaStorage {
-            buf,
+            buf: super::block_cache::Block::from_slice(buf),
             len: expected,
             dtype: T::DTYPE,
             ordinal,
@@ -128,7 +128,7 @@ impl Tensor {
             });
         };
         let copy = super::contiguous_copy(self, storage)?;
-        Ok(retype::<u8, T>(copy.buf, self.numel()))
+        Ok(retype::<u8, T>(copy.buf.into_slice(), self.numel()))
     }
 
     /// The stream a CUDA tensor's work is enqueued on (`None` on the CPU).

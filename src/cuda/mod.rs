@@ -5,6 +5,7 @@
 //! crate builds without a CUDA toolkit and a machine without a driver gets an
 //! [`Error::CudaUnavailable`] instead of a panic.
 
+mod block_cache;
 mod copy;
 mod interop;
 pub mod kernel;

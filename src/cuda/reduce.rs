@@ -1,6 +1,7 @@
 //! The host side of `reduce_kernel`: PyTorch's `gpu_reduce_kernel` and
 //! `launch_reduce_kernel`, for any op.
 
+use super::block_cache::Block;
 use super::kernel;
 use super::params::{Buffers, ReduceArgs};
 use super::plan_cache::{self, PlanKey};
@@ -122,15 +123,14 @@ pub(crate) fn reduce(
     };
     let launches = &plan.launches;
 
-    let acc_buf =
-        if plan.needs_acc_buffer {
-            let bytes = plan.acc_buffer_bytes as usize;
-            Some(unsafe { stream.alloc::<u8>(bytes.max(1)) }.map_err(|e| {
-                driver_error(ordinal, bytes, "allocating the accumulation buffer", e)
-            })?)
-        } else {
-            None
-        };
+    let acc_buf = if plan.needs_acc_buffer {
+        Some(Block::alloc(
+            &stream,
+            (plan.acc_buffer_bytes as usize).max(1),
+        )?)
+    } else {
+        None
+    };
 
     let workspace = workspace(ordinal, &stream);
     let mut ws = workspace.lock().unwrap_or_else(|e| e.into_inner());

@@ -1,16 +1,18 @@
 //! Device memory behind a CUDA tensor.
 
+use super::block_cache::Block;
 use super::{context, driver_error};
 use crate::tensor::storage::{byte_len, try_vec, CpuStorage};
 use crate::{DType, Result};
-use cudarc::driver::{CudaSlice, CudaStream};
+use cudarc::driver::CudaStream;
 use std::sync::Arc;
 
 /// A device buffer of `len` elements of `dtype`, kept as bytes so one type
 /// serves every dtype. The kernels reinterpret it through the byte strides
-/// the plan computes.
+/// the plan computes. The buffer may be longer than the elements (a
+/// cached block of a size class).
 pub(crate) struct CudaStorage {
-    pub(crate) buf: CudaSlice<u8>,
+    pub(crate) buf: Block,
     pub(crate) len: usize,
     pub(crate) dtype: DType,
     pub(crate) ordinal: usize,
@@ -38,7 +40,7 @@ impl CudaStorage {
         }
         .map_err(|e| driver_error(ordinal, bytes.len(), "copy to device", e))?;
         Ok(CudaStorage {
-            buf,
+            buf: Block::from_slice(buf),
             len: bytes.len() / dtype.size_in_bytes(),
             dtype,
             ordinal,
@@ -66,14 +68,12 @@ impl CudaStorage {
         let stream = stream.clone();
         let ordinal = stream.context().ordinal();
         let bytes = byte_len(dtype, len)?.max(1);
-        let buf = if zeroed {
-            stream.alloc_zeros::<u8>(bytes)
-        } else {
-            // SAFETY: u8 has no invalid bit patterns, and callers of `uninit`
-            // write every element before it is read back.
-            unsafe { stream.alloc::<u8>(bytes) }
+        let mut buf = Block::alloc(&stream, bytes)?;
+        if zeroed {
+            stream
+                .memset_zeros(&mut *buf)
+                .map_err(|e| driver_error(ordinal, bytes, "zero-fill", e))?;
         }
-        .map_err(|e| driver_error(ordinal, bytes, "allocate", e))?;
         Ok(CudaStorage {
             buf,
             len,
