@@ -13,7 +13,10 @@
 //! caller who writes a buffer on stream A and reduces a tensor over it on
 //! stream B must make B wait for A (e.g. `B.join(&A)`) first, and must not
 //! free or overwrite a buffer before the work reading it has finished
-//! (synchronise the tensor's stream, [`Tensor::cuda_stream`]).
+//! (synchronise the tensor's stream, [`Tensor::cuda_stream`]). That includes
+//! dropping a result another stream still reads: a small result's buffer is
+//! handed to the next result made on its stream, as a stream-ordered free
+//! would let the driver do.
 //!
 //! # Contexts
 //!
