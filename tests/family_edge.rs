@@ -270,7 +270,50 @@ fn zero_dim_and_keepdim(device: Device) {
     assert_eq!((m.shape(), f32s(&m)), (&[1usize, 2, 1][..], vec![2.0, 5.0]));
 }
 
+/// torch 2.11 gives |x| for a norm of one element per output, whatever the
+/// order but 0, on its CPU and CUDA alike (checked on both).
+fn one_element_norms_are_absolute_values(device: Device) {
+    let x = t32(&[3.9e29, -2.0, 1e-30], &[3, 1], device);
+    for p in [3.0, 2.0, 0.5, -1.0, 1.0, f64::INFINITY, f64::NEG_INFINITY] {
+        let n = f32s(&x.norm(p, &[1], false).unwrap());
+        assert_eq!(n, vec![3.9e29, 2.0, 1e-30], "p = {p}");
+    }
+    // p = 0 still counts the non-zero elements.
+    assert_eq!(f32s(&x.norm(0.0, &[1], false).unwrap()), vec![1.0; 3]);
+    // Every dim of a one-element tensor.
+    let one = t32(&[-3.9e29], &[1, 1], device);
+    assert_eq!(f32s(&one.norm(3.0, &[], false).unwrap()), vec![3.9e29]);
+    // Two elements are a real reduction: the cube overflows f32, in torch too.
+    let two = t32(&[3.9e29, 1.0], &[2], device);
+    assert_eq!(f32s(&two.norm(3.0, &[], false).unwrap()), vec![f32::INFINITY]);
+}
+
+/// `mean(dtype=float16)` of [70000., -70000.]: torch 2.11's CPU sums in
+/// float32 and rounds the mean (0); its CUDA casts each element to float16
+/// first (inf + -inf is NaN). Each backend follows its own.
+fn mean_to_16_bits_follows_each_device(device: Device) {
+    let x = t32(&[70000.0, -70000.0], &[2], device);
+    let m = x
+        .mean_dtype(&[0], false, DType::F16)
+        .unwrap()
+        .to_vec::<f16>()
+        .unwrap();
+    match device {
+        Device::Cpu => assert_eq!(m, [f16::ZERO]),
+        Device::Cuda(_) => assert!(m[0].is_nan(), "{m:?}"),
+    }
+    // sum(dtype=float16) casts first on both.
+    let s = x
+        .sum_dtype(&[0], false, DType::F16)
+        .unwrap()
+        .to_vec::<f16>()
+        .unwrap();
+    assert!(s[0].is_nan(), "{s:?}");
+}
+
 backend_tests! {
+    one_element_norms_are_absolute_values => one_element_norms_are_absolute_values;
+    mean_to_16_bits_follows_each_device => mean_to_16_bits_follows_each_device;
     nan_and_inf_follow_torch => nan_and_inf;
     empty_inputs_follow_torch => empty_inputs;
     result_dtypes_follow_torch => dtype_rules;

@@ -33,6 +33,13 @@ fn check_norm_identity(x: &Tensor, p: f64, dims: &[isize], keepdim: bool) -> Res
     })
 }
 
+/// Whether reducing `x` over `dims` leaves one element for each output
+/// (every reduced dim has size 1), on a non-empty `x`.
+fn one_element_each(x: &Tensor, dims: &[isize], keepdim: bool) -> Result<bool> {
+    let rd = ReduceDims::resolve(x, dims, keepdim)?;
+    Ok(x.numel() > 0 && rd.mask.iter().zip(x.shape()).all(|(&reduced, &n)| !reduced || n == 1))
+}
+
 impl Tensor {
     /// The `p`-norm over `dims` (`&[]`: every dim), as
     /// `torch.linalg.vector_norm(x, p, dims, keepdim)`: p = 0 counts the
@@ -55,6 +62,15 @@ impl Tensor {
         let op = ReduceOp::Norm(NormKind::of(p));
         op.output_dtype(self.dtype(), None)?;
         check_norm_identity(self, p, dims, keepdim)?;
+        // torch gives |x| where each output has one element, whatever the
+        // order (but 0): (|x|^p)^(1/p) would overflow, underflow or round
+        // on the way (x = 3.9e29, p = 3 is inf; x = 1e-30, p = 2 is 0),
+        // and a sum of one |x| is |x| exactly.
+        let (op, p) = if p != 0.0 && !p.is_nan() && one_element_each(self, dims, keepdim)? {
+            (ReduceOp::Norm(NormKind::One), 1.0)
+        } else {
+            (op, p)
+        };
         Ok(run_with(self, op, dims, keepdim, None, p)?.0)
     }
 

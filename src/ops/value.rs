@@ -57,7 +57,9 @@ impl Tensor {
 
     /// [`Tensor::mean`] with the result in the floating `dtype`, as
     /// `torch.mean(x, dims, dtype=dtype)`; the input, integer or not, is
-    /// cast to `dtype` first.
+    /// cast to `dtype` first, except on the CPU for a 16-bit `dtype`, where
+    /// torch's CPU (and so this one) sums in f32 and rounds the mean
+    /// ([`Signature::for_device`](crate::reduce::Signature::for_device)).
     pub fn mean_dtype(&self, dims: &[isize], keepdim: bool, dtype: DType) -> Result<Tensor> {
         run(self, ReduceOp::Mean, dims, keepdim, Some(dtype))
     }

@@ -4,7 +4,7 @@
 //! cache key, `explain`, the CPU backend and the entry points all read this
 //! description; nothing about an op is spelled anywhere else.
 
-use crate::{DType, Error, Result};
+use crate::{DType, Device, Error, Result};
 use std::fmt;
 
 /// A reduction, as a value that flows through every layer.
@@ -532,6 +532,32 @@ impl fmt::Display for ReduceOp {
 }
 
 impl Signature {
+    /// The signature as `device` runs it. torch's CPU computes
+    /// `mean(dtype=float16 | bfloat16)` as a float32 sum of the elements
+    /// converted to float32, divided, then rounded to the 16-bit dtype; its
+    /// CUDA, like every other `dtype=`, casts each element to the requested
+    /// dtype first. So `mean(dtype=float16)` of `[70000., -70000.]` is 0 on
+    /// torch's CPU and NaN on its GPU (checked with torch 2.11 on both),
+    /// and each backend here follows its own.
+    ///
+    /// ```
+    /// use tensor_reduce::{reduce::ReduceOp, DType, Device};
+    /// let s = ReduceOp::Mean.signature(DType::F32, Some(DType::F16))?;
+    /// assert_eq!(s.cast, Some(DType::F16));
+    /// assert_eq!(s.for_device(Device::Cpu).cast, None); // f32 converts to f32 exactly
+    /// assert_eq!(s.for_device(Device::Cuda(0)).cast, Some(DType::F16));
+    /// # Ok::<(), tensor_reduce::Error>(())
+    /// ```
+    pub fn for_device(self, device: Device) -> Signature {
+        match (device, self.op, self.output) {
+            (Device::Cpu, ReduceOp::Mean, DType::F16 | DType::BF16) => Signature {
+                cast: (!self.input.casts_exactly_to(DType::F32)).then_some(DType::F32),
+                ..self
+            },
+            _ => self,
+        }
+    }
+
     /// The per-call parameters of this op when it reduces `numel` elements
     /// into `num_outputs` (`numel > 0`), with the call's scalar argument
     /// `arg` (var's correction, a general norm's `p`; ignored otherwise):
