@@ -116,7 +116,10 @@ fn run() -> Result<(), BoxError> {
         Ok(())
     })?;
     let module = ctx.load_module(cudarc::nvrtc::compile_ptx(KERNELS)?)?;
-    let (empty, with_kib) = (module.load_function("empty")?, module.load_function("with_kib")?);
+    let (empty, with_kib) = (
+        module.load_function("empty")?,
+        module.load_function("with_kib")?,
+    );
     let one_warp = LaunchConfig {
         grid_dim: (1, 1, 1),
         block_dim: (32, 1, 1),

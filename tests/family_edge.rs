@@ -285,7 +285,10 @@ fn one_element_norms_are_absolute_values(device: Device) {
     assert_eq!(f32s(&one.norm(3.0, &[], false).unwrap()), vec![3.9e29]);
     // Two elements are a real reduction: the cube overflows f32, in torch too.
     let two = t32(&[3.9e29, 1.0], &[2], device);
-    assert_eq!(f32s(&two.norm(3.0, &[], false).unwrap()), vec![f32::INFINITY]);
+    assert_eq!(
+        f32s(&two.norm(3.0, &[], false).unwrap()),
+        vec![f32::INFINITY]
+    );
 }
 
 /// `mean(dtype=float16)` of [70000., -70000.]: torch 2.11's CPU sums in

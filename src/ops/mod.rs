@@ -38,7 +38,9 @@ pub(crate) fn run_with(
     dtype: Option<DType>,
     arg: f64,
 ) -> Result<(Tensor, Option<Tensor>)> {
-    let sig = op.signature(input.dtype(), dtype)?.for_device(input.device());
+    let sig = op
+        .signature(input.dtype(), dtype)?
+        .for_device(input.device());
     let rd = ReduceDims::resolve(input, dims, keepdim)?;
     rd.check_identity(op, input, dims)?;
     let second = sig.second_output();

@@ -37,7 +37,12 @@ fn check_norm_identity(x: &Tensor, p: f64, dims: &[isize], keepdim: bool) -> Res
 /// (every reduced dim has size 1), on a non-empty `x`.
 fn one_element_each(x: &Tensor, dims: &[isize], keepdim: bool) -> Result<bool> {
     let rd = ReduceDims::resolve(x, dims, keepdim)?;
-    Ok(x.numel() > 0 && rd.mask.iter().zip(x.shape()).all(|(&reduced, &n)| !reduced || n == 1))
+    Ok(x.numel() > 0
+        && rd
+            .mask
+            .iter()
+            .zip(x.shape())
+            .all(|(&reduced, &n)| !reduced || n == 1))
 }
 
 impl Tensor {
