@@ -138,6 +138,15 @@ fn run() -> Result<(), BoxError> {
         unsafe { b.launch(one_warp) }?;
         Ok(())
     })?;
+    time("alloc + 1 KiB launch + free", &mut || {
+        // SAFETY: the buffer is never read; the kernel as above.
+        let buf = unsafe { stream.alloc::<u8>(160) }?;
+        let mut b = stream.launch_builder(&with_kib);
+        b.arg(&kib);
+        unsafe { b.launch(one_warp) }?;
+        drop(buf);
+        Ok(())
+    })?;
     time("event record", &mut || {
         other.record(&stream)?;
         Ok(())
