@@ -13,6 +13,9 @@
 //! lines bound what any library can reach on this machine: a reduction
 //! needs at least a launch, and an output.
 
+mod common;
+
+use common::median;
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaContext, LaunchConfig, PushKernelArg};
 use std::process::ExitCode;
@@ -33,11 +36,6 @@ struct KiB { unsigned long long a[128]; };
 extern "C" __global__ void empty() {}
 extern "C" __global__ void with_kib(KiB p) { if (p.a[0] == 12345) p.a[1] = 0; }
 "#;
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
 
 fn main() -> ExitCode {
     match run() {
@@ -89,8 +87,8 @@ fn run() -> Result<(), BoxError> {
         }
         println!(
             "| {name} | {pipelined:.2} | {:.2} | {:.2} |",
-            median(idle),
-            median(events)
+            median(&idle),
+            median(&events)
         );
         Ok(())
     };

@@ -122,27 +122,21 @@ pub(crate) struct Block {
 impl Block {
     /// At least `bytes` (≥ 1) of uninitialised device memory on `stream`.
     pub(crate) fn alloc(stream: &Arc<CudaStream>, bytes: usize) -> Result<Block> {
-        let ordinal = stream.context().ordinal();
-        let Some(size) = block_bytes(bytes) else {
-            return Ok(Block {
-                slice: Some(
-                    driver_alloc(stream, bytes)
-                        .map_err(|e| driver_error(ordinal, bytes, "allocate", e))?,
-                ),
-                cached: false,
-            });
+        let (bytes, cached) = match block_bytes(bytes) {
+            Some(size) => (size, true),
+            None => (bytes, false),
         };
-        if let Some(slice) = cache().get_mut(&key(stream)).and_then(|f| f.take(size)) {
-            return Ok(Block {
-                slice: Some(slice),
-                cached: true,
-            });
-        }
-        let slice =
-            driver_alloc(stream, size).map_err(|e| driver_error(ordinal, size, "allocate", e))?;
+        let kept = cached
+            .then(|| cache().get_mut(&key(stream)).and_then(|f| f.take(bytes)))
+            .flatten();
+        let slice = match kept {
+            Some(slice) => slice,
+            None => driver_alloc(stream, bytes)
+                .map_err(|e| driver_error(stream.context().ordinal(), bytes, "allocate", e))?,
+        };
         Ok(Block {
             slice: Some(slice),
-            cached: true,
+            cached,
         })
     }
 
