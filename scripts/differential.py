@@ -6,7 +6,8 @@
 
 `gen` (standard library only) writes DIR/cases.json and DIR/data.bin: each
 case is an op with its arguments (dims, keepdim, correction, p, a result
-dtype), a dtype, a base shape (empty dims and zero-dim tensors included), a
+dtype), a dtype, a base shape (empty dims and zero-dim tensors included, and now and then
+a tensor of up to half a million elements), a
 chain of views (transpose, permute, stepped slices, broadcast expands) and
 values of one style (normal, ties, specials such as NaN, +-inf and -0.0, all
 -inf rows). Bad arguments (dims out of range or repeated) are part of the
@@ -133,6 +134,25 @@ def random_dims(rng, rank, single=False):
     return [d - rank if rng.random() < 0.3 else d for d in dims]
 
 
+LARGE_ELEMENTS = 1 << 19
+ROW_LENGTHS = [1, 2, 3, 4, 7, 8, 16, 33, 100, 128, 1000, 4096, 65536]
+
+
+def large_shape(rng):
+    """A shape of 2^16 to 2^19 elements whose rows are short or long, kept
+    fastest or slowest, or a 3-d tensor: big enough that both devices plan
+    parallel work (several CTAs a row or many rows a CTA on the GPU,
+    column tiles and row blocks on the CPU), not just one block."""
+    n = 1 << rng.randint(16, 19)
+    row = rng.choice(ROW_LENGTHS)
+    kind = rng.choice(["rows", "columns", "cube"])
+    if kind == "cube":
+        a, b = rng.choice([3, 7, 64]), rng.choice([5, 32, 100])
+        return [a, b, max(1, n // (a * b))]
+    shape = [max(1, n // row), row]
+    return shape if kind == "rows" else shape[::-1]
+
+
 def random_views(rng, shape):
     steps, shape = [], list(shape)
     for _ in range(rng.choice([0, 0, 1, 1, 2])):
@@ -177,10 +197,16 @@ def gen(args):
         dtype = rng.choices(DTYPES, DTYPE_WEIGHTS)[0]
         rank = rng.choice([0, 1, 1, 2, 2, 2, 3, 3, 4])
         shape = [rng.choice(SIZES) for _ in range(rank)]
-        if rng.random() < 0.1 and rank >= 1:  # a long row
+        roll = rng.random()
+        if roll < 0.01:  # a large tensor: the GPU's and the CPU's parallel plans
+            shape = large_shape(rng)
+        elif roll < 0.1 and rank >= 1:  # a long row
             shape[-1] = rng.choice([100, 1000, 4099])
-        while math.prod(shape) > 20000:
+        while math.prod(shape) > LARGE_ELEMENTS:
             shape[shape.index(max(shape))] //= 2
+        if roll >= 0.01:
+            while math.prod(shape) > 20000:
+                shape[shape.index(max(shape))] //= 2
         if rng.random() > 0.1:  # mostly non-empty
             shape = [max(s, 1) for s in shape]
         n = math.prod(shape)
@@ -347,6 +373,20 @@ def check(args):
             return None  # relative only
         return e * 16 * m * math.sqrt(n) + e * 8 * m
 
+    def relative_tolerance(c, reduced, out_name, relative_only):
+        """The tolerance relative to torch's value: 8 epsilons (24 where no
+        absolute one applies); for a norm of order 0 < |p| < 1, whose root
+        multiplies the sum's relative error by 1/|p| and whose sum of
+        positive terms carries an error that grows with its length (the
+        `reduced` elements of one output) in torch's order (one by one) as
+        in ours (pairwise), sqrt(reduced)/|p| times that."""
+        rel = (24 if relative_only else 8) * eps.get(out_name, 1e-7)
+        if c["op"] == "norm":
+            p = abs(float(c["args"]["p"]))
+            if 0 < p < 1:
+                rel *= math.sqrt(max(reduced, 1)) / p
+        return rel
+
     def reference(x, c):
         """The same op on the input in float64 (after the `dtype=` cast,
         which torch applies to each element first), as flat lists per
@@ -416,6 +456,7 @@ def check(args):
                 bad = [(i, g, w) for i, (g, w) in enumerate(zip(got, want)) if g != w]
             else:
                 atol = tolerance(c, x, tname)
+                rel = relative_tolerance(c, x.numel() / max(n, 1), tname, atol is None)
                 cpu_16bit_prod = dev == "cpu" and c["op"] == "prod" and tname in ("f16", "bf16")
                 bad = []
                 for i, (g, w) in enumerate(zip(got, want)):
@@ -430,8 +471,7 @@ def check(args):
                             ok = beats_cpu_16bit_product(g, ref, k, i, tname, 24 * eps[tname])
                             closer += ok
                     else:
-                        ok = abs(g - w) <= (atol if atol is not None else 0) + 8 * eps.get(tname, 1e-7) * abs(w) + \
-                            (16 * eps.get(tname, 1e-7) * abs(w) if atol is None else 0)
+                        ok = abs(g - w) <= (atol if atol is not None else 0) + rel * abs(w)
                         if not ok:
                             if ref is None:
                                 ref = reference(x, c) or []
