@@ -433,35 +433,19 @@ struct ReduceOp {
   }
 
   // Stores a thread's live ShortRows rows, `step_output` rows apart from
-  // `first_row`. Live rows are a prefix (rows grow with r), so the loop
-  // stores the first and shifts the rest down a register: one copy of
-  // store_output per path instead of kMaxRowsPerThread unrolled ones,
-  // which halves the kernel's NVRTC time for a few moves per row.
+  // `first_row` (inlined into each path, so each keeps its own code).
   __device__ __forceinline__ void store_rows(index_t first_row, const bool (&live)[kMaxRowsPerThread],
                                              const arg_t (&value)[kMaxRowsPerThread]) const {
-    bool pending[kMaxRowsPerThread];
-    arg_t result[kMaxRowsPerThread];
 #pragma unroll
     for (int r = 0; r < kMaxRowsPerThread; r++) {
-      pending[r] = live[r];
-      result[r] = value[r];
-    }
-    index_t row = first_row;
-#pragma unroll 1
-    for (int r = 0; r < kMaxRowsPerThread && pending[0]; r++) {
-      Array<out_scalar_t*, 1> out;
-      Array<index_t, 1> out_elem;
-      Array<arg_t, 1>* acc = output_slots<1>(row, out, out_elem);
-      Array<arg_t, 1> first;
-      first[0] = result[0];
-      store_output<1>(first, acc, out, out_elem);
-      row += config().step_output;
-#pragma unroll
-      for (int i = 0; i + 1 < kMaxRowsPerThread; i++) {
-        pending[i] = pending[i + 1];
-        result[i] = result[i + 1];
+      if (live[r]) {
+        Array<out_scalar_t*, 1> out;
+        Array<index_t, 1> out_elem;
+        Array<arg_t, 1>* acc = output_slots<1>(first_row + r * config().step_output, out, out_elem);
+        Array<arg_t, 1> result;
+        result[0] = value[r];
+        store_output<1>(result, acc, out, out_elem);
       }
-      pending[kMaxRowsPerThread - 1] = false;
     }
   }
 
