@@ -201,6 +201,53 @@ fn short_rows_strategy() {
     });
 }
 
+/// ShortRows over kept dims that do not coalesce into one (rows of a
+/// narrowed middle dim, or of a permuted view), which its other kernel
+/// runs: every load width, a lane or several a row, two vectors a lane,
+/// and enough rows for eight a thread.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn short_rows_over_several_kept_dims() {
+    let Some((dev, props)) = gpu("short_rows_over_several_kept_dims") else {
+        return;
+    };
+    type View = fn(&Tensor) -> Tensor;
+    let cases: [(DType, &[usize], View); 8] = [
+        (DType::F32, &[8, 40_000, 16], |t| {
+            t.narrow(1, 0, 36_000).unwrap()
+        }),
+        (DType::F16, &[8, 40_000, 16], |t| {
+            t.narrow(1, 3, 36_000).unwrap()
+        }),
+        (DType::F32, &[600, 300, 12], |t| {
+            t.permute(&[1, 0, 2]).unwrap()
+        }),
+        (DType::F64, &[64, 5000, 3], |t| {
+            t.narrow(1, 1, 4000).unwrap()
+        }),
+        (DType::U8, &[16, 3000, 48], |t| {
+            t.narrow(1, 0, 2999).unwrap()
+        }),
+        (DType::BF16, &[32, 9000, 2], |t| {
+            t.narrow(1, 0, 8000).unwrap()
+        }),
+        (DType::F32, &[4, 600, 256], |t| t.narrow(1, 0, 500).unwrap()),
+        (DType::I64, &[40, 3000, 8], |t| {
+            t.narrow(2, 1, 7).unwrap().narrow(1, 0, 2999).unwrap()
+        }),
+    ];
+    for (i, (dt, shape, view)) in cases.into_iter().enumerate() {
+        let x = ints(shape, dt, 90 + i as u64);
+        let out = ReduceOp::Sum.output_dtype(dt, None).unwrap();
+        let l = check(&x, view, &[-1], out, dev, &props);
+        assert!(
+            any_launch(&l, |l| l.config.lanes_per_row != 0
+                && l.iter.shape().len() - l.iter.num_reduce_dims() > 1),
+            "{dt} {shape:?} case {i} did not take ShortRows over several kept dims: {l:?}"
+        );
+    }
+}
+
 /// Rows for just over half the device's warp slots: long rows (PyTorch's
 /// warps would split them) then take a warp each.
 fn rows_for_a_warp_each(props: &DeviceProps) -> usize {
@@ -789,7 +836,7 @@ fn ops_on_every_path(test: &str, ops: &[ReduceOp]) {
     let Some((dev, _props)) = gpu(test) else {
         return;
     };
-    let cases: [OpsCase; 10] = [
+    let cases: [OpsCase; 12] = [
         (vec![64, 1028], |t| t.narrow(1, 1, 1027).unwrap(), vec![1]),
         (vec![1024, 96], |t| t.clone(), vec![0]),
         (vec![4096, 8], |t| t.clone(), vec![0]),
@@ -806,6 +853,14 @@ fn ops_on_every_path(test: &str, ops: &[ReduceOp]) {
         // 256, 8-byte rows of 128.
         (vec![2048, 256], |t| t.clone(), vec![1]),
         (vec![2048, 128], |t| t.clone(), vec![1]),
+        // Short rows over kept dims that do not coalesce: rows of 16 of a
+        // narrowed middle dim; rows of 5 of a permuted view.
+        (vec![6, 700, 16], |t| t.narrow(1, 0, 600).unwrap(), vec![2]),
+        (
+            vec![48, 300, 5],
+            |t| t.permute(&[1, 0, 2]).unwrap(),
+            vec![2],
+        ),
     ];
     ops_on_cases(dev, ops, &DType::ALL, &cases);
 }

@@ -197,7 +197,6 @@ pub(crate) fn reduce(
         };
         let k = kernel::loaded(ordinal, sig)?;
         for l in launches {
-            let f = k.function(&l.config)?;
             let args = ReduceArgs::new(
                 l,
                 out_dtype.size_in_bytes(),
@@ -206,6 +205,7 @@ pub(crate) fn reduce(
                 &bufs,
                 params,
             )?;
+            let f = k.function(l)?;
             check_alignment(&args, l, input.dtype())?;
             let cfg = LaunchConfig {
                 grid_dim: (l.grid[0], l.grid[1], l.grid[2].max(1)),

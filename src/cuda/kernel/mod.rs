@@ -18,15 +18,17 @@ pub const OUTPUT_VEC_SIZES: [u32; 3] = [1, 2, 4];
 
 /// The kernels of one compiled module, in the order of its lowered names:
 /// `reduce_kernel` for each of [`OUTPUT_VEC_SIZES`], then the ShortRows
-/// strategy's `short_rows_kernel`.
+/// strategy's `short_rows_kernel` for rows found by one stride and for rows
+/// looked up (`LaunchPlan::rows_by_one_stride`).
 pub fn name_expressions(sig: &Signature) -> Vec<String> {
     OUTPUT_VEC_SIZES
         .iter()
         .map(|&v| name_expression(sig, v))
-        .chain(std::iter::once(format!(
-            "tr::short_rows_kernel<{} >",
-            reduce_op_type(sig)
-        )))
+        .chain(
+            [true, false].map(|one_dim| {
+                format!("tr::short_rows_kernel<{}, {one_dim} >", reduce_op_type(sig))
+            }),
+        )
         .collect()
 }
 
@@ -200,14 +202,18 @@ pub(crate) struct LoadedKernel {
 }
 
 impl LoadedKernel {
-    /// The kernel that runs `config`: `short_rows_kernel` for the ShortRows
-    /// strategy, else the `reduce_kernel` of its output vector size.
+    /// The kernel that runs `launch`: a `short_rows_kernel` for the
+    /// ShortRows strategy (by [`LaunchPlan::rows_by_one_stride`]), else the
+    /// `reduce_kernel` of its output vector size.
+    ///
+    /// [`LaunchPlan::rows_by_one_stride`]: crate::cuda::plan::LaunchPlan::rows_by_one_stride
     pub(crate) fn function(
         &self,
-        config: &crate::cuda::plan::ReduceConfig,
+        launch: &crate::cuda::plan::LaunchPlan,
     ) -> Result<&cudarc::driver::CudaFunction> {
+        let config = &launch.config;
         let index = if config.lanes_per_row != 0 {
-            Some(OUTPUT_VEC_SIZES.len())
+            Some(OUTPUT_VEC_SIZES.len() + usize::from(!launch.rows_by_one_stride()))
         } else {
             OUTPUT_VEC_SIZES
                 .iter()

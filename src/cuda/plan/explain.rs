@@ -109,7 +109,9 @@ fn write_launch(
     let [gx, gy, gz] = launch.grid;
     let [bx, by, bz] = launch.block;
     let kernel = match launch.strategy {
-        Strategy::ShortRows(_) => "short_rows_kernel".to_string(),
+        Strategy::ShortRows(_) => {
+            format!("short_rows_kernel<one_dim={}>", launch.rows_by_one_stride())
+        }
         Strategy::PyTorch
         | Strategy::CtaSplit { .. }
         | Strategy::RowPerWarp
@@ -335,6 +337,17 @@ fn write_short_rows(
         }
     )?;
     writeln!(f, "  why:")?;
+    if launch.rows_by_one_stride() {
+        writeln!(
+            f,
+            "    - the kept dims are one: a row's offsets are its index times one stride"
+        )?;
+    } else {
+        writeln!(
+            f,
+            "    - the kept dims do not coalesce into one: each of a thread's rows is looked up once through the output OffsetCalculator"
+        )?;
+    }
     if rows.lanes_per_row > 1 || rows.row_vec_size > 1 {
         writeln!(
             f,

@@ -154,6 +154,16 @@ pub struct LaunchPlan {
     pub pytorch_config: Option<ReduceConfig>,
 }
 
+impl LaunchPlan {
+    /// Whether a ShortRows launch finds its rows by one stride: its kept
+    /// dims coalesced into at most one, so a row's offsets are a multiply.
+    /// Otherwise its `short_rows_kernel` looks each row up through the
+    /// output `OffsetCalculator`, once per row.
+    pub fn rows_by_one_stride(&self) -> bool {
+        self.iter.shape().len() - self.iter.num_reduce_dims() <= 1
+    }
+}
+
 /// Everything the GPU backend needs to run one reduction, and what
 /// `explain` shows.
 #[derive(Clone, Debug, PartialEq)]

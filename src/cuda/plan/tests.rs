@@ -320,6 +320,34 @@ fn short_rows_share_warps_and_keep_loads_in_flight() {
 }
 
 #[test]
+fn short_rows_find_rows_by_one_stride_where_the_kept_dims_coalesce() {
+    let short_rows = |shape: &[usize], strides: &[isize]| {
+        let l = only(&plan(shape, strides, 0, &[shape.len() - 1], DType::F32)).clone();
+        assert!(
+            matches!(l.strategy, Strategy::ShortRows(_)),
+            "{shape:?} {strides:?}: {l:?}"
+        );
+        l
+    };
+    // Rows of a contiguous [8, 4000, 16]: the kept dims coalesce into one.
+    assert!(short_rows(&[8, 4000, 16], &[64_000, 16, 1]).rows_by_one_stride());
+    // Rows of its narrowed middle dim ([8, 3000 of 4000, 16]) or of a
+    // permuted view ([300, 600, 12] read as [600, 300, 12]): two kept dims.
+    let narrowed = short_rows(&[8, 3000, 16], &[64_000, 16, 1]);
+    assert!(!narrowed.rows_by_one_stride());
+    assert_eq!(
+        narrowed.iter.shape().len() - narrowed.iter.num_reduce_dims(),
+        2
+    );
+    assert!(!short_rows(&[300, 600, 12], &[12, 3600, 1]).rows_by_one_stride());
+    let p = plan(&[8, 3000, 16], &[64_000, 16, 1], 0, &[2], DType::F32);
+    assert!(
+        p.to_string().contains("short_rows_kernel<one_dim=false>"),
+        "{p}"
+    );
+}
+
+#[test]
 fn packed_scalar_rows_are_staged_through_shared_memory() {
     let strategy = |shape: &[usize], strides: &[isize], offset, reduce: &[usize], dtype| {
         only(&plan(shape, strides, offset, reduce, dtype)).clone()
