@@ -44,17 +44,20 @@ for line in sys.stdin:
 '
 }
 
+# With the README's test features; the benches and examples take the same
+# ones, so the library builds once.
+features=(--features ndarray)
 echo "building release tests..." >&2
-cargo test --release --no-run --message-format=json 2>/dev/null | executables | sort -u >"$dest/tests.list.src"
+cargo test --release "${features[@]}" --no-run --message-format=json 2>/dev/null | executables | sort -u >"$dest/tests.list.src"
 echo "building benches..." >&2
 # The commit the bench tables name, baked in (see benches/common/mod.rs).
 TENSOR_REDUCE_BUILD_COMMIT=$(git rev-parse --short=12 HEAD)
 [ -z "$(git status --porcelain --untracked-files=no)" ] || TENSOR_REDUCE_BUILD_COMMIT+="+dirty"
 export TENSOR_REDUCE_BUILD_COMMIT
 # (the library's own bench target has no benchmarks: left out)
-cargo bench --no-run --message-format=json 2>/dev/null | executables | grep -v '/tensor_reduce-' | sort -u >"$dest/benches.list.src" || true
+cargo bench "${features[@]}" --no-run --message-format=json 2>/dev/null | executables | grep -v '/tensor_reduce-' | sort -u >"$dest/benches.list.src" || true
 echo "building examples..." >&2
-cargo build --release --examples --message-format=json 2>/dev/null | python3 -c '
+cargo build --release "${features[@]}" --examples --message-format=json 2>/dev/null | python3 -c '
 import json, sys
 for line in sys.stdin:
     line = line.strip()

@@ -1,5 +1,5 @@
-//! Conversions between tensors and ndarray arrays (the `ndarray` feature;
-//! `.ci/run` runs this file with `--features ndarray`). Expected values are
+//! Conversions between tensors and ndarray arrays (the `ndarray` feature,
+//! which the README's test command and `.ci/run` turn on). Expected values are
 //! ndarray's own indexing of the same array.
 
 #[cfg(not(feature = "ndarray"))]
