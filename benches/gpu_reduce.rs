@@ -4,7 +4,7 @@
 //! `scripts/compare_gpu.py`, next to a read-stream ceiling measured in the
 //! same run over the same bytes.
 //!
-//! `cargo bench --bench gpu_reduce [-- [--op NAME] [--cases suite|sweep] [--quick] [--json PATH] [CASE-SUBSTRING ...]]`
+//! `cargo bench --bench gpu_reduce [-- [--op NAME] [--cases suite|sweep|FILE.json] [--quick] [--json PATH] [CASE-SUBSTRING ...]]`
 //!
 //! Timing: a CUDA event recorded on the default stream just before and just
 //! after each call from the host, 5 warm-up calls, the median of 50; so the

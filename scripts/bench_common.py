@@ -23,10 +23,20 @@ OPS = ("sum", "mean", "prod", "nansum", "amax", "amin", "any", "all",
        "argmax", "argmin", "max_dim", "var", "std", "norm", "logsumexp")
 
 
+def case_set_arg(value):
+    """--cases: a list's name, or a .json file of the same form (as the Rust
+    benches' --cases)."""
+    if value in CASE_SETS or value.endswith(".json"):
+        return value
+    raise ValueError(f"--cases takes {', '.join(CASE_SETS)} or a .json case list, got {value!r}")
+
+
 def load_cases(case_set, quick=False, filters=()):
-    """The cases of benches/<case_set>.json; `quick` takes the sweep's small
-    shapes, as the Rust benches' --quick does."""
-    with open(ROOT / "benches" / f"{case_set}.json") as f:
+    """The cases of benches/<case_set>.json, or of the file case_set names;
+    `quick` takes the sweep's small shapes, as the Rust benches' --quick
+    does."""
+    path = case_set if case_set.endswith(".json") else ROOT / "benches" / f"{case_set}.json"
+    with open(path) as f:
         cases = json.load(f)["cases"]
     out = []
     for c in cases:

@@ -42,7 +42,7 @@ import sys
 import time
 
 from bench_common import (
-    CASE_SETS, DASH, OPS, ROOT, NotApplicable, fmt, gcell, geomean_cells, load_cases, load_ours, staged_or_cargo,
+    case_set_arg, DASH, OPS, ROOT, NotApplicable, fmt, gcell, geomean_cells, load_cases, load_ours, staged_or_cargo,
     torch_call, torch_input, torch_view,
 )
 
@@ -286,7 +286,8 @@ def build_table(cases, op, peers, env, ours_doc, protocol, threads):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--op", default="sum", choices=OPS)
-    ap.add_argument("--cases", dest="case_set", default="suite", choices=CASE_SETS)
+    ap.add_argument("--cases", dest="case_set", default="suite", type=case_set_arg,
+                    help="suite, sweep, or a .json case list of the same form")
     ap.add_argument("--quick", action="store_true", help="the sweep's small shapes and 1 warm-up + 3 runs, on both sides")
     ap.add_argument("--ours", help="JSON written by `cpu_reduce --json` (merged into the table)")
     ap.add_argument("--run-ours", metavar="CMD", help="start `CMD --serve --op OP --cases SET`, time torch between its rounds and write ours to OURS; "
@@ -325,7 +326,7 @@ def main():
         protocol, threads = ours_doc["protocol"], args.threads or ours_doc["threads"]
     else:
         ours_doc = load_ours(args.ours)
-        protocol = (ours_doc or {}).get("protocol") or DEFAULT_PROTOCOL["quick" if args.quick else args.case_set]
+        protocol = (ours_doc or {}).get("protocol") or DEFAULT_PROTOCOL["quick" if args.quick else args.case_set if args.case_set in DEFAULT_PROTOCOL else "sweep"]
         threads = args.threads or (ours_doc or {}).get("threads") or os.cpu_count()
         if args.dry_run:
             for c in cases:

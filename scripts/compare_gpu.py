@@ -46,7 +46,7 @@ import sys  # noqa: E402
 import time  # noqa: E402
 
 from bench_common import (  # noqa: E402
-    CASE_SETS, CUB_OPS, CUPY_OPS, DASH, OPS, NotApplicable, cupy_call, cupy_view, fmt, gcell, geomean_cells,
+    case_set_arg, CUB_OPS, CUPY_OPS, DASH, OPS, NotApplicable, cupy_call, cupy_view, fmt, gcell, geomean_cells,
     load_cases, load_ours, reads_from, run_ours, torch_call, torch_input, torch_view,
 )
 
@@ -293,7 +293,8 @@ def build_table(cases, op, peers, overhead, env, ours_doc, warmup, runs):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--op", default="sum", choices=OPS)
-    ap.add_argument("--cases", dest="case_set", default="suite", choices=CASE_SETS)
+    ap.add_argument("--cases", dest="case_set", default="suite", type=case_set_arg,
+                    help="suite, sweep, or a .json case list of the same form")
     ap.add_argument("--quick", action="store_true", help="the sweep's small shapes and 2 warm-up + 10 runs, on every side")
     ap.add_argument("--ours", help="JSON written by `gpu_reduce --json` (merged into the table)")
     ap.add_argument("--run-ours", metavar="CMD", help="run `CMD --json OURS --op OP --cases SET` first; `auto`: the bundle's staged bench, else cargo bench")

@@ -194,18 +194,23 @@ pub fn print_case_list(cases: &[Case]) {
 }
 
 /// Which case list to run.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub enum CaseSet {
     #[default]
     Suite,
     Sweep,
+    /// A JSON file of the same form as `benches/sweep.json`, read at run
+    /// time: any layouts one wants timed beside the two lists.
+    File(String),
 }
 
 impl CaseSet {
-    pub fn name(self) -> &'static str {
+    /// The list's name, as the tables and the JSON report it.
+    pub fn name(&self) -> &str {
         match self {
             CaseSet::Suite => "suite",
             CaseSet::Sweep => "sweep",
+            CaseSet::File(path) => path,
         }
     }
 }
@@ -217,10 +222,15 @@ pub fn load_suite() -> Vec<Case> {
 
 /// The cases of `set`; `quick` takes the sweep's small shapes
 /// (`quick_base_shape`) and leaves the suite as it is.
-pub fn load_cases(set: CaseSet, quick: bool) -> Vec<Case> {
+pub fn load_cases(set: &CaseSet, quick: bool) -> Vec<Case> {
     match set {
         CaseSet::Suite => load_suite(),
         CaseSet::Sweep => parse_cases(SWEEP_JSON, "sweep.json", quick),
+        CaseSet::File(path) => {
+            let json = std::fs::read_to_string(path)
+                .unwrap_or_else(|e| panic!("cannot read the case list {path}: {e}"));
+            parse_cases(&json, path, quick)
+        }
     }
 }
 
@@ -313,15 +323,18 @@ impl Args {
                     args.cases = match it.next().as_deref() {
                         Some("suite") => CaseSet::Suite,
                         Some("sweep") => CaseSet::Sweep,
+                        Some(path) if path.ends_with(".json") => CaseSet::File(path.to_string()),
                         other => {
-                            eprintln!("--cases takes suite or sweep, got {other:?}");
+                            eprintln!(
+                                "--cases takes suite, sweep or a .json case list, got {other:?}"
+                            );
                             std::process::exit(2);
                         }
                     }
                 }
                 "-h" | "--help" => {
                     eprintln!(
-                        "usage: [--op NAME] [--cases suite|sweep] [--quick] [--list] [--json PATH] [--serve] [CASE-SUBSTRING ...]\n\
+                        "usage: [--op NAME] [--cases suite|sweep|FILE.json] [--quick] [--list] [--json PATH] [--serve] [CASE-SUBSTRING ...]\n\
                          ops: {}",
                         ops::wired().join(", ")
                     );
@@ -339,7 +352,7 @@ impl Args {
 
     /// The selected cases of the chosen list.
     pub fn selected_cases(&self) -> Vec<Case> {
-        load_cases(self.cases, self.quick)
+        load_cases(&self.cases, self.quick)
             .into_iter()
             .filter(|c| self.selects(c))
             .collect()
