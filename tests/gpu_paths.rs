@@ -176,8 +176,8 @@ fn short_rows_strategy() {
     // Row lengths of every lane count up to a warp, whole vectors or not,
     // enough rows for several per thread, rows starting off a vector
     // boundary (a narrowed view), short rows no vector fits, which take a
-    // lane each, and rows of two warps of loads (two vectors a lane, a
-    // warp or 25 lanes per row).
+    // lane each, and rows of two to four warps of loads (two to four
+    // vectors a lane, a warp, 25 or 11 lanes per row).
     let cases = [
         (DType::F32, [1 << 20, 4], None),
         (DType::F32, [600_000, 7], None),
@@ -195,6 +195,11 @@ fn short_rows_strategy() {
         (DType::F64, [60_000, 128], None),
         (DType::BF16, [30_000, 512], None),
         (DType::F32, [30_000, 204], Some((4, 200))),
+        (DType::F32, [40_000, 132], None),
+        (DType::F32, [30_000, 512], None),
+        (DType::F16, [20_000, 1024], None),
+        (DType::F64, [30_000, 256], None),
+        (DType::I64, [30_001, 256], None),
     ];
     rows_take_path(&cases, 3, dev, &props, "the short-rows strategy", |l| {
         l.config.lanes_per_row != 0
@@ -836,7 +841,7 @@ fn ops_on_every_path(test: &str, ops: &[ReduceOp]) {
     let Some((dev, _props)) = gpu(test) else {
         return;
     };
-    let cases: [OpsCase; 12] = [
+    let cases: [OpsCase; 14] = [
         (vec![64, 1028], |t| t.narrow(1, 1, 1027).unwrap(), vec![1]),
         (vec![1024, 96], |t| t.clone(), vec![0]),
         (vec![4096, 8], |t| t.clone(), vec![0]),
@@ -849,10 +854,13 @@ fn ops_on_every_path(test: &str, ops: &[ReduceOp]) {
         (vec![600_001, 3], |t| t.clone(), vec![1]),
         (vec![4096, 9], |t| t.narrow(1, 1, 7).unwrap(), vec![1]),
         (vec![2048, 16], |t| t.narrow(1, 2, 12).unwrap(), vec![-1]),
-        // Rows of two warps of loads, two vectors a lane: 4-byte rows of
-        // 256, 8-byte rows of 128.
+        // Rows of two to four warps of loads, two to four vectors a lane:
+        // 4-byte rows of 256 and 512, 8-byte rows of 128, 4-byte rows of
+        // 132 (11 lanes a row, 3 vectors each).
         (vec![2048, 256], |t| t.clone(), vec![1]),
         (vec![2048, 128], |t| t.clone(), vec![1]),
+        (vec![1025, 512], |t| t.clone(), vec![1]),
+        (vec![2047, 132], |t| t.clone(), vec![1]),
         // Short rows over kept dims that do not coalesce: rows of 16 of a
         // narrowed middle dim; rows of 5 of a permuted view.
         (vec![6, 700, 16], |t| t.narrow(1, 0, 600).unwrap(), vec![2]),

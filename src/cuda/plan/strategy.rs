@@ -56,14 +56,14 @@ pub const SHORT_ROWS_STAGE_BYTES: u32 = 48 * 1024;
 pub const SHORT_ROWS_STAGE_ALIGN: u64 = 16;
 
 /// The most vectors one lane loads from its row under
-/// [`Strategy::ShortRows`], so rows of up to this many warps of loads (1
+/// [`Strategy::ShortRows`], so rows of up to this many warps of loads (2
 /// KiB of 16-byte loads) take the strategy. PyTorch's plan gives such a
-/// row a warp and nothing else, so a lane has its row's one or two loads in
-/// flight (f32 rows of 256 ran at two thirds of the read), where several
-/// rows a thread keep up to [`SHORT_ROWS_MAX_ROWS_PER_THREAD`]; from 2 KiB
-/// on PyTorch's lanes have four loads each, which fill HBM (f32 rows of
-/// 512 at 92% of the read).
-pub const SHORT_ROWS_MAX_VECTORS_PER_LANE: u64 = 2;
+/// row a warp and nothing else, so a lane has its row's one to four loads
+/// in flight and its block ends after one row a warp (f32 rows of 256 ran
+/// at two thirds of the read, rows of 512 at 82%), where several rows a
+/// thread keep up to [`SHORT_ROWS_MAX_ROWS_PER_THREAD`] loads in flight
+/// for each of the lane's vectors.
+pub const SHORT_ROWS_MAX_VECTORS_PER_LANE: u64 = 4;
 
 /// How a launch is configured: PyTorch's heuristic as it is, or one of our
 /// branches.

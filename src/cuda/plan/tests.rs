@@ -285,27 +285,33 @@ fn short_rows_share_warps_and_keep_loads_in_flight() {
     // f64 rows of 40: 16-byte loads of 2 -> 20 lanes, one row per warp.
     let d = only(&plan(&[4096, 40], &[40, 1], 0, &[1], DType::F64)).clone();
     assert_eq!(d.strategy, rows(40, 2, 20));
-    // Rows of up to two warps of loads: the most lanes that share them
-    // equally, two vectors each (f32 rows of 256 and 200, f64 rows of 128).
-    for (shape, dtype, expected) in [
-        ([1000usize, 256], DType::F32, rows(256, 4, 32)),
-        ([1000, 200], DType::F32, rows(200, 4, 25)),
-        ([1000, 128], DType::F64, rows(128, 2, 32)),
+    // Rows of up to four warps of loads: the most lanes that share them
+    // equally, at most four vectors each (f32 rows of 256, 200, 132 and
+    // 512, f64 rows of 128 and 256, f16 rows of 1024).
+    for (shape, dtype, expected, vectors) in [
+        ([1000usize, 256], DType::F32, rows(256, 4, 32), 2),
+        ([1000, 200], DType::F32, rows(200, 4, 25), 2),
+        ([1000, 128], DType::F64, rows(128, 2, 32), 2),
+        ([1000, 132], DType::F32, rows(132, 4, 11), 3),
+        ([1000, 512], DType::F32, rows(512, 4, 32), 4),
+        ([1000, 256], DType::F64, rows(256, 2, 32), 4),
+        ([1000, 1024], DType::F16, rows(1024, 8, 32), 4),
     ] {
         let strides = [shape[1] as isize, 1];
         let l = only(&plan(&shape, &strides, 0, &[1], dtype)).clone();
         assert_eq!(l.strategy, expected, "{shape:?} {dtype:?}");
         match l.strategy {
-            Strategy::ShortRows(r) => assert_eq!(r.vectors_per_lane(), 2),
+            Strategy::ShortRows(r) => assert_eq!(r.vectors_per_lane(), vectors),
             other => panic!("{other:?}"),
         }
     }
-    // Rows of more than two warps of loads (f32 rows of 512), rows of an
-    // odd number of vectors over a warp (f32 rows of 132: 33 vectors),
-    // strided rows and column sums: PyTorch's plan.
+    // Rows of more than four warps of loads (f32 rows of 1024), rows whose
+    // vectors no lane count up to a warp shares in at most four each (f32
+    // rows of 644: 161 vectors, 7 x 23), strided rows and column sums:
+    // PyTorch's plan.
     for (shape, strides, reduce) in [
-        (vec![1000usize, 512], vec![512isize, 1], 1usize),
-        (vec![1000, 132], vec![132, 1], 1),
+        (vec![1000usize, 1024], vec![1024isize, 1], 1usize),
+        (vec![1000, 644], vec![644, 1], 1),
         (vec![1000, 8], vec![16, 2], 1),
         (vec![1000, 8], vec![1, 1000], 1),
     ] {
