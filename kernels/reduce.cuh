@@ -287,17 +287,6 @@ struct ReduceOp {
 
   // A thread's ShortRows rows, one CTA pass (`step_output`) apart from
   // `first_row`: which exist, and each one's [output, input] byte offsets.
-  //
-  // Every row a thread may take (r < rows_per_thread, a condition the same
-  // for the whole grid) has offsets inside the tensor, its own where the
-  // row exists and the last row's where it does not, so the load paths
-  // read all of them with no per-thread condition and only the store asks
-  // `live`. With a per-row predicate on each load, ptxas ran out of
-  // predicate registers in the 64-bit integer paths (an add there needs a
-  // carry predicate too) and issued the first rows' adds between the loads,
-  // which then waited out a round trip each: i64 rows ran 8-11% slower than
-  // f64 rows of the same width. A dead row's extra load is a tail thread's
-  // and hits L1.
   template <bool one_dim>
   struct ShortRowsSlice {
     index_t first_row;
@@ -308,15 +297,9 @@ struct ReduceOp {
     __device__ __forceinline__ index_t row(const ReduceConfig& config, int r) const {
       return first_row + r * config.step_output;
     }
-    // The row whose offsets row r reads: itself, or the last row.
-    __device__ __forceinline__ index_t row_read(const ReduceConfig& config, int r) const {
-      const index_t last = config.num_outputs - 1;
-      const index_t own = row(config, r);
-      return own < last ? own : last;
-    }
     __device__ __forceinline__ index_t offset(const ReduceArgs<index_t>& args, int r, int operand) const {
       if constexpr (one_dim) {
-        return row_read(args.config, r) * args.output_calc.strides_[0][operand];
+        return row(args.config, r) * args.output_calc.strides_[0][operand];
       } else {
         return looked_up[r][operand];
       }
@@ -328,21 +311,17 @@ struct ReduceOp {
     const ReduceConfig& config = this->config();
     const uint32_t rows_per_warp = warpSize / config.lanes_per_row;
     const uint32_t group = threadIdx.x / config.lanes_per_row;
-    // Lanes past the warp's last whole row (a row of 25 lanes leaves 7)
-    // read the first row's vectors, and store nothing.
-    const uint32_t read_group = group < rows_per_warp ? group : 0;
     ShortRowsSlice<one_dim> rows;
     rows.lane = threadIdx.x - group * config.lanes_per_row;
     rows.first_row =
-        blockIdx.x * config.step_output * config.rows_per_thread + threadIdx.y * rows_per_warp + read_group;
+        blockIdx.x * config.step_output * config.rows_per_thread + threadIdx.y * rows_per_warp + group;
     arg_t value[kMaxRowsPerThread];
 #pragma unroll
     for (int r = 0; r < kMaxRowsPerThread; r++) {
       rows.live[r] = r < (int)config.rows_per_thread && group < rows_per_warp && rows.row(config, r) < config.num_outputs;
       value[r] = ident();
       if constexpr (!one_dim) {
-        rows.looked_up[r] = r < (int)config.rows_per_thread ? args.output_calc.get(rows.row_read(config, r))
-                                                            : Array<index_t, 2>{};
+        rows.looked_up[r] = rows.live[r] ? args.output_calc.get(rows.row(config, r)) : Array<index_t, 2>{};
       }
     }
     if (config.stage_rows) {
@@ -405,14 +384,14 @@ struct ReduceOp {
         load_t values[kMaxRowsPerThread];
 #pragma unroll
         for (int r = 0; r < kMaxRowsPerThread; r++) {
-          if (r < (int)config.rows_per_thread) {
+          if (rows.live[r]) {
             const char* row_start = reinterpret_cast<const char*>(args.src + rows.offset(args, r, 1));
             values[r] = reinterpret_cast<const load_t*>(row_start)[vector];
           }
         }
 #pragma unroll
         for (int r = 0; r < kMaxRowsPerThread; r++) {
-          if (r < (int)config.rows_per_thread) {
+          if (rows.live[r]) {
 #pragma unroll
             for (int i = 0; i < W; i++) {
               value[r] = op.reduce(value[r], values[r].val[i], (int64_t)(vector * W + i));
