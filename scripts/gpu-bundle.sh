@@ -234,7 +234,7 @@ cat >"$dest/bench.sh" <<'BENCH'
 # Regenerates one benchmark table on the GPU machine; see scripts/gpu-bundle.sh
 # and docs/PERFORMANCE.md ("How to reproduce").
 #
-#   bash .gpu/bench.sh gpu|cpu [suite|sweep] [OP] [more arguments for compare_*.py]
+#   bash .gpu/bench.sh gpu|cpu [suite|sweep|FILE.json] [OP] [more arguments for compare_*.py]
 #
 # gpu: our staged gpu_reduce bench, then torch and CuPy on the same cases
 # (scripts/compare_gpu.py); cpu: our staged cpu_reduce bench and torch on
@@ -246,7 +246,7 @@ cat >"$dest/bench.sh" <<'BENCH'
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 [ -d "$here/bin" ] || tar -C "$here" -xJf "$here/bin.tar.xz"
-backend=${1:?usage: bench.sh gpu|cpu [suite|sweep] [OP] [ARGS...]}
+backend=${1:?usage: bench.sh gpu|cpu [suite|sweep|FILE.json] [OP] [ARGS...]}
 set_=${2:-suite}
 op=${3:-sum}
 shift $(( $# < 3 ? $# : 3 ))
@@ -254,7 +254,8 @@ case "$backend" in gpu|cpu) ;; *) echo "bench.sh: backend is gpu or cpu, got $ba
 out=${OUT:-$here/results}
 mkdir -p "$out"
 export TENSOR_REDUCE_CACHE_DIR="${TENSOR_REDUCE_CACHE_DIR:-/tmp/tensor-reduce-cache}"
-name="${backend}_${set_}_${op}"
+# A case file is named by its file name.
+name="${backend}_$(basename "${set_%.json}")_${op}"
 cd "$here/.."
 python3 "scripts/compare_$backend.py" --run-ours auto --op "$op" --cases "$set_" \
   --ours "$out/$name.json" --peers-json "$out/${name}_peers.json" --out "$out/$name.md" "$@" \
