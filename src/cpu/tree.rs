@@ -509,7 +509,7 @@ fn split_point(n: usize) -> usize {
 }
 
 /// Whether `work` elements are enough to split across two threads.
-fn splits(work: usize) -> bool {
+pub(super) fn splits(work: usize) -> bool {
     work >= 2 * PARALLEL_GRAIN
 }
 
