@@ -11,7 +11,7 @@
 //! [`Written`] count that proves every output was.
 
 use super::ops::{Compute, Projected, ReduceOps};
-use super::tree::{maybe_join, splits};
+use super::tree::maybe_join;
 use crate::tensor::storage::UninitStorage;
 use crate::{with_dtype, DType, Element};
 use std::mem::MaybeUninit;
@@ -177,143 +177,44 @@ impl<'a> Outputs<'a> {
 
 /// Calls `f(k, block)` for consecutive blocks of `block` outputs (the last
 /// may be shorter), `k` being the block's first output counted from the
-/// start of `out`, and returns what the blocks wrote. Which thread computes
-/// a block never changes what it computes, and a small reduction never
-/// leaves the calling thread (handing work to the pool and waiting for it
-/// costs about 10 µs).
-///
-/// Work of at most [`STATIC_SHARE_MAX_WORK`] inputs is shared out as
-/// OpenMP's static schedule shares it: thread `t` of the pool always takes
-/// the same run of blocks ([`static_share`]), so an input that fits the
-/// cores' caches is read by the core that read the same bytes last call.
-/// Larger work is split in halves that run in parallel (rayon's work
-/// stealing), which balances threads that the host slows unevenly.
+/// start of `out`. Halves are split at block boundaries and run in parallel
+/// when they hold enough work (`inputs_per_output` each) to pay for it, so
+/// which thread computes a block never changes what it computes, and a
+/// small reduction never leaves the calling thread (handing work to the
+/// pool and waiting for it costs about 10 µs). Returns what the blocks
+/// wrote.
 pub(super) fn par_blocks<'a>(
     out: Outputs<'a>,
     block: usize,
     inputs_per_output: usize,
     f: &(impl Fn(usize, Outputs<'_>) -> Written + Sync),
 ) -> Written {
-    let block = block.max(1);
-    let blocks = out.len().div_ceil(block);
-    let work = out.len().saturating_mul(inputs_per_output.max(1));
-    let threads = rayon::current_num_threads();
-    if blocks > 1 && threads > 1 && splits(work) && work <= STATIC_SHARE_MAX_WORK && !IN_SHARE.get()
-    {
-        return static_shares(out, block, blocks, threads, f);
-    }
-    halves(out, 0, block, inputs_per_output, f)
-}
-
-/// What [`par_blocks`] runs on a block. The schedules call it through a
-/// pointer, one call per block of outputs: with the closure inlined into
-/// each schedule, every op's and dtype's loops were compiled twice and the
-/// binaries grew by a third.
-type BlockFn<'f> = dyn Fn(usize, Outputs<'_>) -> Written + Sync + 'f;
-
-/// Inputs up to which [`par_blocks`] shares blocks out statically: 64 MiB
-/// of f32, a little more than the 16-core host's L2 caches together (2 MiB
-/// a core). There, a 25 MB channel-statistics input read by whichever
-/// thread stole each block ran at 178 GB/s, and torch's static OpenMP
-/// schedule at 258.
-pub(super) const STATIC_SHARE_MAX_WORK: usize = 1 << 24;
-
-thread_local! {
-    /// Set while a thread runs its static share: blocks inside it split in
-    /// halves instead of broadcasting again.
-    static IN_SHARE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// [`IN_SHARE`] set for as long as it lives, cleared again on a panic too.
-struct InShare;
-
-impl InShare {
-    fn enter() -> InShare {
-        IN_SHARE.set(true);
-        InShare
-    }
-}
-
-impl Drop for InShare {
-    fn drop(&mut self) {
-        IN_SHARE.set(false);
-    }
-}
-
-/// Blocks `[first, last)` of `blocks` that thread `t` of `threads` takes:
-/// consecutive runs, the first `blocks % threads` threads one block more.
-pub(super) fn static_share(blocks: usize, t: usize, threads: usize) -> (usize, usize) {
-    let (base, extra) = (blocks / threads, blocks % threads);
-    let first = t * base + t.min(extra);
-    (first, first + base + usize::from(t < extra))
-}
-
-/// [`par_blocks`]' static schedule: every thread of the pool runs its
-/// [`static_share`] of the blocks, in order.
-fn static_shares<'a>(
-    out: Outputs<'a>,
-    block: usize,
-    blocks: usize,
-    threads: usize,
-    f: &BlockFn<'_>,
-) -> Written {
-    let mut shares = Vec::with_capacity(threads);
-    let mut rest = out;
-    for t in 0..threads {
-        let (first, last) = static_share(blocks, t, threads);
-        let len = (last * block).min(first * block + rest.len()) - first * block;
-        let (share, tail) = rest.split_at(len);
-        shares.push(std::sync::Mutex::new(Some((first * block, share))));
-        rest = tail;
-    }
-    let written = rayon::broadcast(|ctx| {
-        let share = shares
-            .get(ctx.index())
-            .and_then(|s| s.lock().unwrap_or_else(|e| e.into_inner()).take());
-        let Some((start, mut share)) = share else {
-            return Written::default();
-        };
-        let _in_share = InShare::enter();
-        let mut written = Written::default();
-        let mut k = start;
-        while share.len() > 0 {
-            let m = share.len().min(block);
-            let (head, tail) = share.split_at(m);
-            written = written + f(k, head);
-            k += m;
-            share = tail;
+    fn go<'a>(
+        out: Outputs<'a>,
+        start: usize,
+        block: usize,
+        inputs_per_output: usize,
+        f: &(impl Fn(usize, Outputs<'_>) -> Written + Sync),
+    ) -> Written {
+        let blocks = out.len().div_ceil(block);
+        if blocks <= 1 {
+            return if out.len() > 0 {
+                f(start, out)
+            } else {
+                Written::default()
+            };
         }
-        written
-    });
-    written.into_iter().fold(Written::default(), |a, b| a + b)
-}
-
-/// [`par_blocks`]' split in halves at block boundaries, in parallel where
-/// both hold enough work ([`maybe_join`]).
-fn halves<'a>(
-    out: Outputs<'a>,
-    start: usize,
-    block: usize,
-    inputs_per_output: usize,
-    f: &BlockFn<'_>,
-) -> Written {
-    let blocks = out.len().div_ceil(block);
-    if blocks <= 1 {
-        return if out.len() > 0 {
-            f(start, out)
-        } else {
-            Written::default()
-        };
+        let mid = blocks / 2 * block;
+        let work = out.len().saturating_mul(inputs_per_output.max(1));
+        let (a, b) = out.split_at(mid);
+        let (wa, wb) = maybe_join(
+            work,
+            || go(a, start, block, inputs_per_output, f),
+            || go(b, start + mid, block, inputs_per_output, f),
+        );
+        wa + wb
     }
-    let mid = blocks / 2 * block;
-    let work = out.len().saturating_mul(inputs_per_output.max(1));
-    let (a, b) = out.split_at(mid);
-    let (wa, wb) = maybe_join(
-        work,
-        || halves(a, start, block, inputs_per_output, f),
-        || halves(b, start + mid, block, inputs_per_output, f),
-    );
-    wa + wb
+    go(out, 0, block.max(1), inputs_per_output, f)
 }
 
 #[cfg(test)]
@@ -325,15 +226,7 @@ mod tests {
     fn blocks_write_every_output_once() {
         // Parallel and serial splits, ragged last blocks, and an f16 result
         // whose last word has bytes past its elements.
-        // The static schedule's sizes (70001 outputs of 64 inputs), and the
-        // halves' beyond it (of 1024).
-        for (n, block, inputs) in [
-            (0, 1, 1),
-            (1, 1, 1),
-            (1001, 7, 1),
-            (70001, 300, 64),
-            (70001, 300, 1 << 10),
-        ] {
+        for (n, block, inputs) in [(0, 1, 1), (1, 1, 1), (1001, 7, 1), (70001, 300, 1 << 10)] {
             let mut result = UninitStorage::new(DType::F16, n).unwrap();
             let written = par_blocks(Outputs::new(&mut result, None), block, inputs, &|k, out| {
                 let accs: Vec<f32> = (k..k + out.len()).map(|i| (i % 2048) as f32).collect();
@@ -349,25 +242,6 @@ mod tests {
                 .collect();
             let want: Vec<f32> = (0..n).map(|i| (i % 2048) as f32).collect();
             assert_eq!(got, want, "{n} outputs in blocks of {block}");
-        }
-    }
-
-    #[test]
-    fn static_shares_cover_every_block_once_in_order() {
-        for threads in 1..=17 {
-            for blocks in 0..=40 {
-                let shares: Vec<_> = (0..threads)
-                    .map(|t| static_share(blocks, t, threads))
-                    .collect();
-                assert_eq!(shares[0].0, 0);
-                assert_eq!(shares[threads - 1].1, blocks);
-                for w in shares.windows(2) {
-                    assert_eq!(w[0].1, w[1].0, "{blocks} blocks, {threads} threads");
-                }
-                let sizes: Vec<_> = shares.iter().map(|(a, b)| b - a).collect();
-                let (lo, hi) = (sizes.iter().min(), sizes.iter().max());
-                assert!(hi.unwrap() - lo.unwrap() <= 1, "{sizes:?}");
-            }
         }
     }
 }

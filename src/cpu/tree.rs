@@ -509,7 +509,7 @@ fn split_point(n: usize) -> usize {
 }
 
 /// Whether `work` elements are enough to split across two threads.
-pub(super) fn splits(work: usize) -> bool {
+fn splits(work: usize) -> bool {
     work >= 2 * PARALLEL_GRAIN
 }
 
