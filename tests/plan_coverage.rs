@@ -216,8 +216,10 @@ proptest! {
 fn short_rows_layout() -> impl Strategy<Value = Layout> {
     let short = (1usize..=48, 1usize..=700);
     let longer = (49usize..=300, 1usize..=120);
+    // Up to four warps of 16-byte loads: 16-bit rows of 1024.
+    let longest = (301usize..=1100, 1usize..=40);
     (
-        prop_oneof![short, longer],
+        prop_oneof![short, longer, longest],
         0usize..=4,
         1usize..=3,
         0usize..=9,
@@ -269,6 +271,9 @@ fn the_short_rows_generator_reaches_every_load_width() {
         (256, 0, DType::F32),
         (200, 4, DType::F32),
         (128, 0, DType::F64),
+        (132, 0, DType::F32),
+        (512, 0, DType::F32),
+        (1024, 0, DType::F16),
         (7, 0, DType::F32),
         (3, 4, DType::F32),
         (7, 8, DType::F16),
@@ -289,7 +294,10 @@ fn the_short_rows_generator_reaches_every_load_width() {
         assert_eq!(check_plan(&plan), Ok(700 * row_len));
     }
     assert_eq!(seen.into_iter().collect::<Vec<_>>(), [1, 2, 4, 8]);
-    assert!(vectors_per_lane.contains(&2), "{vectors_per_lane:?}");
+    // (Scalar rows, a lane each, count their length here.)
+    for v in [1, 2, 3, 4] {
+        assert!(vectors_per_lane.contains(&v), "{vectors_per_lane:?}");
+    }
     assert_eq!(staged, 3);
 }
 
