@@ -326,7 +326,7 @@ def main():
         protocol, threads = ours_doc["protocol"], args.threads or ours_doc["threads"]
     else:
         ours_doc = load_ours(args.ours)
-        protocol = (ours_doc or {}).get("protocol") or DEFAULT_PROTOCOL["quick" if args.quick else args.case_set if args.case_set in DEFAULT_PROTOCOL else "sweep"]
+        protocol = (ours_doc or {}).get("protocol") or DEFAULT_PROTOCOL["quick" if args.quick else "suite" if args.case_set == "suite" else "sweep"]
         threads = args.threads or (ours_doc or {}).get("threads") or os.cpu_count()
         if args.dry_run:
             for c in cases:
