@@ -344,6 +344,102 @@ fn vectorized_dims_strategy() {
     }
 }
 
+/// Few, long columns ([`Strategy::TallColumns`]): 2 outputs a lane for
+/// 4-byte inputs, 2 and 1 for 8-byte ones, on contiguous columns, on a
+/// row pitch wider than the row from an aligned and from an offset start
+/// (where PyTorch's lanes take 4 and 2), and on channels-last statistics.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn tall_columns_strategy() {
+    let Some((dev, props)) = gpu("tall_columns_strategy") else {
+        return;
+    };
+    // The dtype, base shape, view and dims, and the outputs a lane.
+    type Case = (
+        DType,
+        &'static [usize],
+        fn(&Tensor) -> Tensor,
+        &'static [isize],
+        u32,
+    );
+    let cases: [Case; 7] = [
+        (DType::F32, &[8192, 256], |t| t.clone(), &[0], 2),
+        (DType::I32, &[8192, 256], |t| t.clone(), &[0], 2),
+        (DType::F64, &[8192, 128], |t| t.clone(), &[0], 2),
+        (DType::F64, &[16384, 128], |t| t.clone(), &[0], 1),
+        (
+            DType::I64,
+            &[16384, 130],
+            |t| t.narrow(1, 2, 128).unwrap(),
+            &[0],
+            1,
+        ),
+        (
+            DType::I64,
+            &[16384, 132],
+            |t| t.narrow(1, 4, 128).unwrap(),
+            &[0],
+            1,
+        ),
+        (
+            DType::F32,
+            &[64, 16, 16, 128],
+            |t| t.permute(&[0, 3, 1, 2]).unwrap(),
+            &[0, 2, 3],
+            2,
+        ),
+    ];
+    for (i, &(dt, shape, view, dims, vec)) in cases.iter().enumerate() {
+        let x = ints(shape, dt, 90 + i as u64);
+        let out = ReduceOp::Sum.output_dtype(dt, None).unwrap();
+        let l = check(&x, view, dims, out, dev, &props);
+        assert!(
+            any_launch(&l, |l| l.strategy
+                == Strategy::TallColumns {
+                    output_vec_size: vec
+                }),
+            "{dt} {shape:?} over {dims:?} did not take TallColumns with {vec} a lane: {l:?}"
+        );
+    }
+}
+
+/// Permuted views whose kept dims run in the input's order rather than
+/// PyTorch's (the output's): a permuted 3-d tensor, channels-last images
+/// reduced over their height, and a narrowed base whose start leaves no
+/// vector loads.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn kept_dims_in_the_input_order() {
+    let Some((dev, props)) = gpu("kept_dims_in_the_input_order") else {
+        return;
+    };
+    type View = fn(&Tensor) -> Tensor;
+    let cases: [(&[usize], View, &[isize]); 3] = [
+        (&[32, 64, 256], |t| t.permute(&[2, 0, 1]).unwrap(), &[2]),
+        (
+            &[8, 16, 16, 64],
+            |t| t.permute(&[0, 3, 1, 2]).unwrap(),
+            &[2],
+        ),
+        (
+            &[32, 64, 259],
+            |t| t.narrow(2, 3, 256).unwrap().permute(&[2, 0, 1]).unwrap(),
+            &[2],
+        ),
+    ];
+    for dt in [DType::F32, DType::F16, DType::F64, DType::I64, DType::U8] {
+        for (i, (shape, view, dims)) in cases.iter().enumerate() {
+            let x = ints(shape, dt, 100 + i as u64);
+            let out = ReduceOp::Sum.output_dtype(dt, None).unwrap();
+            let l = check(&x, view, dims, out, dev, &props);
+            assert!(
+                any_launch(&l, |l| l.pytorch_order_config.is_some()),
+                "{dt} {shape:?} over {dims:?} kept PyTorch's dim order: {l:?}"
+            );
+        }
+    }
+}
+
 /// Every op over channel statistics with vector loads across the reduced
 /// dims ([`Strategy::VectorizedDims`]), with and without a CTA split, in
 /// the dtypes of each accumulator width.
@@ -841,7 +937,7 @@ fn ops_on_every_path(test: &str, ops: &[ReduceOp]) {
     let Some((dev, _props)) = gpu(test) else {
         return;
     };
-    let cases: [OpsCase; 14] = [
+    let cases: [OpsCase; 16] = [
         (vec![64, 1028], |t| t.narrow(1, 1, 1027).unwrap(), vec![1]),
         (vec![1024, 96], |t| t.clone(), vec![0]),
         (vec![4096, 8], |t| t.clone(), vec![0]),
@@ -867,6 +963,15 @@ fn ops_on_every_path(test: &str, ops: &[ReduceOp]) {
         (
             vec![48, 300, 5],
             |t| t.permute(&[1, 0, 2]).unwrap(),
+            vec![2],
+        ),
+        // Tall columns: 128 outputs of 4096 inputs, 2 outputs a lane for
+        // 4- and 8-byte inputs (PyTorch's 4 for narrower ones).
+        (vec![4096, 128], |t| t.clone(), vec![0]),
+        // A permuted view whose kept dims run in the input's order.
+        (
+            vec![48, 40, 64],
+            |t| t.permute(&[2, 0, 1]).unwrap(),
             vec![2],
         ),
     ];

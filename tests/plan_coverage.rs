@@ -502,3 +502,124 @@ fn split_launches_cover_the_whole_iterator_once() {
         assert_eq!(check_plan(&plan), Ok(shape.iter().product()));
     }
 }
+
+/// A dtype and a view reduced: shape, strides, offset and reduce mask.
+type ViewCase = (
+    DType,
+    &'static [usize],
+    &'static [isize],
+    usize,
+    &'static [bool],
+);
+
+#[test]
+fn tall_columns_launches_are_covered_exactly_once() {
+    // Columns few and long enough for PyTorch's last CTAs to fold many
+    // partials a thread: 2 outputs a lane (f32, f64), 1 (f64 over 16384
+    // rows), from an offset start on a wider row pitch, and channels-last
+    // statistics (the reduced dims do not coalesce).
+    let cases: [(ViewCase, u32); 5] = [
+        ((DType::F32, &[4096, 128], &[128, 1], 0, &[true, false]), 2),
+        ((DType::F64, &[8192, 128], &[128, 1], 0, &[true, false]), 2),
+        ((DType::F64, &[16384, 128], &[128, 1], 0, &[true, false]), 1),
+        ((DType::I64, &[16384, 128], &[130, 1], 2, &[true, false]), 1),
+        (
+            (
+                DType::F32,
+                &[64, 128, 16, 16],
+                &[32_768, 1, 2048, 128],
+                0,
+                &[true, false, true, true],
+            ),
+            2,
+        ),
+    ];
+    for ((dtype, shape, strides, offset, mask), output_vec_size) in cases {
+        let l = Layout {
+            shape: shape.to_vec(),
+            strides: strides.to_vec(),
+            offset,
+            mask: mask.to_vec(),
+        };
+        let plan = plan_layout(&l, dtype, &DeviceProps::h200());
+        assert_eq!(
+            plan.launches[0].strategy,
+            PlanStrategy::TallColumns { output_vec_size },
+            "{l:?} {dtype}"
+        );
+        assert!(plan.launches[0].config.should_global_reduce());
+        assert_eq!(
+            check_plan(&plan),
+            Ok(shape.iter().product()),
+            "{l:?} {dtype}"
+        );
+    }
+}
+
+#[test]
+fn launches_in_the_input_order_are_covered_exactly_once() {
+    // Kept dims that run in the input's order rather than the output's: a
+    // permuted 3-d tensor (4 outputs a lane), channels-last images over
+    // their height (three kept dims), a narrowed base starting mid-vector
+    // (1 a lane), a reduced dim between the kept ones in the input, and
+    // strides past 2^31 bytes, split for 32-bit indexing.
+    const BIG: isize = 1 << 30;
+    let cases: [ViewCase; 5] = [
+        (
+            DType::F32,
+            &[256, 32, 64],
+            &[1, 16_384, 256],
+            0,
+            &[false, false, true],
+        ),
+        (
+            DType::F16,
+            &[8, 64, 16, 16],
+            &[16_384, 1, 1024, 64],
+            0,
+            &[false, false, true, false],
+        ),
+        (
+            DType::U8,
+            &[256, 32, 64],
+            &[1, 16_576, 259],
+            3,
+            &[false, false, true],
+        ),
+        (
+            DType::F64,
+            &[24, 40, 6],
+            &[1, 144, 24],
+            0,
+            &[false, false, true],
+        ),
+        (
+            DType::F16,
+            &[4, 3, 2],
+            &[1, BIG, 8],
+            0,
+            &[false, false, true],
+        ),
+    ];
+    for (dtype, shape, strides, offset, mask) in cases {
+        let l = Layout {
+            shape: shape.to_vec(),
+            strides: strides.to_vec(),
+            offset,
+            mask: mask.to_vec(),
+        };
+        let plan = plan_layout(&l, dtype, &DeviceProps::h200());
+        assert!(
+            plan.launches
+                .iter()
+                .all(|launch| launch.pytorch_order_config.is_some()),
+            "{l:?} {dtype}: {:?}",
+            plan.launches
+        );
+        assert_eq!(
+            check_plan(&plan),
+            Ok(shape.iter().product()),
+            "{l:?} {dtype}"
+        );
+    }
+}

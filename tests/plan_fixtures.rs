@@ -85,7 +85,7 @@ fn every_recorded_launch_matches() {
             assert_eq!(want["kernel"], "reduce_kernel");
             // The port's own choice: where one of our strategies replaced it,
             // the plan keeps PyTorch's config beside ours.
-            let c = launch.pytorch_config.unwrap_or(launch.config);
+            let c = launch.pytorch_own_config();
             let got = (
                 c.nt(),
                 c.output_vec_size,

@@ -301,6 +301,32 @@ impl TensorIterator {
         Some(out)
     }
 
+    /// This iterator with its kept dims in ascending order of input stride
+    /// (stable for equal strides; broadcast dims last), the reduced dims
+    /// still first and in their order. PyTorch's order puts the output's fastest dim first,
+    /// which for a permuted view of a contiguous tensor can be a dim the
+    /// input strides by megabytes. The dims are only permuted, operands'
+    /// strides and view offsets with them: no coalescing, which would drop
+    /// a split iterator's view offsets.
+    pub fn with_kept_dims_by_input_stride(&self) -> TensorIterator {
+        let nrd = self.num_reduce_dims();
+        let input = &self.strides[Self::INPUT];
+        let mut perm: DimVec<usize> = (0..self.ndim()).collect();
+        // A broadcast dim (stride 0) moves nothing: it goes last.
+        perm[nrd..].sort_by_key(|&d| match input[d].unsigned_abs() {
+            0 => u64::MAX,
+            stride => stride,
+        });
+        let mut it = self.clone();
+        it.shape = perm.iter().map(|&p| self.shape[p]).collect();
+        for (mine, theirs) in it.strides.iter_mut().zip(&self.strides) {
+            *mine = perm.iter().map(|&p| theirs[p]).collect();
+        }
+        it.view_offsets = perm.iter().map(|&p| self.view_offsets[p]).collect();
+        it.source_dims = perm.iter().map(|&p| self.source_dims[p].clone()).collect();
+        it
+    }
+
     /// Moves reduced dims to the front, then sorts by ascending stride with
     /// PyTorch's three-way comparison and insertion sort (stable for ties the
     /// comparator calls ambiguous).

@@ -159,3 +159,32 @@ fn a_broadcast_dim_holding_most_elements_gets_split() {
     // Each piece at most 2^31 - 1 elements, and halving gives 2^30.
     assert!(pieces.iter().all(|p| p.numel() == 1 << 30));
 }
+
+#[test]
+fn kept_dims_sort_by_input_stride_with_broadcast_dims_last() {
+    // [5, 3, 4, 6] over dim 2: input strides 1, 0 (broadcast), 30, 5
+    // elements (f32); the contiguous result [5, 3, 6] strides 18, 6, 1.
+    // PyTorch's order: the reduced dim, then by the output: 6 (out 4 B),
+    // 3 (24 B), 5 (72 B). By the input: 5 (4 B), 6 (20 B), then the
+    // broadcast 3 last. A split along the last kept dim keeps its view
+    // offset with it.
+    let it = It::reduction(&[5, 3, 4, 6], &[1, 0, 30, 5], 0, 4, 4, &mask(4, &[2])).unwrap();
+    assert_eq!(it.shape(), &[4, 6, 3, 5]);
+    let mut split = it.clone();
+    let first = split.split(3);
+    for part in [first, split] {
+        let sorted = part.with_kept_dims_by_input_stride();
+        assert_eq!(sorted.shape(), &[4, part.shape()[3], 6, 3]);
+        assert_eq!(sorted.strides(It::INPUT), &[120, 4, 20, 0]);
+        assert_eq!(sorted.strides(It::OUTPUT), &[0, 72, 4, 24]);
+        assert_eq!(sorted.source_dims(1), &[0]);
+        assert_eq!(sorted.source_dims(3), &[1]);
+        let offsets = part.view_offsets();
+        assert_eq!(
+            sorted.view_offsets(),
+            &[offsets[0], offsets[3], offsets[1], offsets[2]]
+        );
+        assert_eq!(sorted.data_offset(It::INPUT), part.data_offset(It::INPUT));
+        assert_eq!(sorted.numel(), part.numel());
+    }
+}

@@ -335,7 +335,7 @@ pub fn set_reduce_config(
     signature: &Signature,
     props: &DeviceProps,
 ) -> (ReduceConfig, Decisions) {
-    reduce_config(iter, signature, props, false)
+    reduce_config(iter, signature, props, Loads::PYTORCH)
 }
 
 /// `setReduceConfig` with its vectorised loads open to several reduced
@@ -347,14 +347,54 @@ pub(super) fn set_reduce_config_vectorizing_dims(
     signature: &Signature,
     props: &DeviceProps,
 ) -> ReduceConfig {
-    reduce_config(iter, signature, props, true).0
+    let loads = Loads {
+        several_reduced_dims: true,
+        ..Loads::PYTORCH
+    };
+    reduce_config(iter, signature, props, loads).0
+}
+
+/// `setReduceConfig` with at most `max_output_vec_size` outputs a lane
+/// where it vectorises along the output: the config of
+/// [`super::Strategy::TallColumns`]. Every other decision is the port's,
+/// made on the narrower vectors (so the block, the grid and the CTA split
+/// follow from them).
+pub(super) fn set_reduce_config_with_output_vec(
+    iter: &TensorIterator,
+    signature: &Signature,
+    props: &DeviceProps,
+    max_output_vec_size: u32,
+) -> ReduceConfig {
+    let loads = Loads {
+        max_output_vec_size,
+        ..Loads::PYTORCH
+    };
+    reduce_config(iter, signature, props, loads).0
+}
+
+/// What `setReduceConfig` may vectorise: PyTorch's rules, or a strategy's
+/// variation on them.
+#[derive(Clone, Copy)]
+struct Loads {
+    /// Vector loads along the fastest reduced dim even when several dims
+    /// are reduced.
+    several_reduced_dims: bool,
+    /// The cap on `get_output_vec_size` (a power of two, at most 4).
+    max_output_vec_size: u32,
+}
+
+impl Loads {
+    const PYTORCH: Loads = Loads {
+        several_reduced_dims: false,
+        max_output_vec_size: 4,
+    };
 }
 
 fn reduce_config(
     iter: &TensorIterator,
     signature: &Signature,
     props: &DeviceProps,
-    vectorize_several_dims: bool,
+    loads: Loads,
 ) -> (ReduceConfig, Decisions) {
     let num_outputs = iter.num_output_elements() as u64;
     let inputs_per_output = iter.numel() as u64 / num_outputs;
@@ -390,12 +430,13 @@ fn reduce_config(
     if fastest_moving_stride == scalar_size {
         if reduction_on_fastest_striding_dimension
             && dim0 >= 128
-            && (nrd == 1 || vectorize_several_dims)
+            && (nrd == 1 || loads.several_reduced_dims)
         {
             config.vectorize_input = true;
             dim0 /= u64::from(config.input_vec_size);
         } else if !reduction_on_fastest_striding_dimension {
-            config.output_vec_size = get_output_vec_size(iter, scalar_size as u64);
+            config.output_vec_size =
+                get_output_vec_size(iter, scalar_size as u64).min(loads.max_output_vec_size.max(1));
             dim0 /= u64::from(config.output_vec_size);
         }
     }

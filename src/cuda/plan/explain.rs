@@ -115,6 +115,7 @@ fn write_launch(
         Strategy::PyTorch
         | Strategy::CtaSplit { .. }
         | Strategy::RowPerWarp
+        | Strategy::TallColumns { .. }
         | Strategy::VectorizedDims { .. } => format!(
             "reduce_kernel<nt={}, output_vec_size={}>",
             launch.nt, c.output_vec_size
@@ -127,6 +128,26 @@ fn write_launch(
         plan.launches.len(),
         launch.shared_memory_bytes
     )?;
+    if let Some(own) = &launch.pytorch_order_config {
+        let it = &launch.iter;
+        let kept: Vec<String> = (it.num_reduce_dims()..it.ndim())
+            .map(|d| {
+                format!(
+                    "{:?} ({} B)",
+                    it.source_dims(d),
+                    it.strides(TensorIterator::INPUT)[d]
+                )
+            })
+            .collect();
+        let [ogx, ogy, ogz] = own.grid();
+        let [obx, oby, obz] = own.block();
+        writeln!(
+            f,
+            "  dim order (ours): kept dims by input stride, tensor dims {}; PyTorch orders them by the output's, and there its lanes each load a sector of their own: grid ({ogx}, {ogy}, {ogz}) block ({obx}, {oby}, {obz}) output_vec_size={}",
+            kept.join(", "),
+            own.output_vec_size
+        )?;
+    }
     if let Some(pt) = &launch.pytorch_config {
         let [pgx, pgy, pgz] = pt.grid();
         let [pbx, pby, pbz] = pt.block();
@@ -153,7 +174,7 @@ fn write_launch(
     let dims_of = |d: usize| {
         format!(
             "iterator dim {d} = tensor dims {:?}",
-            plan.iter.source_dims(d)
+            launch.iter.source_dims(d)
         )
     };
     let nrd = launch.iter.num_reduce_dims();
@@ -265,6 +286,25 @@ fn write_launch(
                 }
             )?;
         }
+    }
+    if let (Strategy::TallColumns { output_vec_size }, Some(pt)) =
+        (launch.strategy, &launch.pytorch_config)
+    {
+        writeln!(
+            f,
+            "    - ours: PyTorch's {} outputs a lane give grid.x = {} of {} threads and split each output across {} CTAs, whose last CTA's threads fold {} staged partials each → {output_vec_size} a lane (halved while over {} partials a thread and a lane's load stays at least {} B): grid.x = {} of {} threads, {} CTAs per output, {} partials a thread",
+            pt.output_vec_size,
+            pt.grid()[0],
+            pt.num_threads,
+            pt.ctas_per_output,
+            super::strategy::staged_per_thread(pt),
+            super::TALL_COLUMNS_MAX_STAGED_PER_THREAD,
+            super::TALL_COLUMNS_MIN_LOAD_BYTES,
+            launch.grid[0],
+            c.num_threads,
+            c.ctas_per_output,
+            super::strategy::staged_per_thread(c)
+        )?;
     }
     if let (Strategy::RowPerWarp, Some(pt)) = (launch.strategy, &launch.pytorch_config) {
         let props = &plan.props;

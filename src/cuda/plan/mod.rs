@@ -29,7 +29,7 @@ pub use strategy::{
     choose_strategy, configure, ShortRows, Strategy, ROW_PER_WARP_MIN_SLOTS_PERCENT,
     SCALAR_ROW_MAX_BYTES, SHORT_ROWS_MAX_ROWS_PER_THREAD, SHORT_ROWS_MAX_VECTORS_PER_LANE,
     SHORT_ROWS_MIN_BLOCKS_PER_SM, SHORT_ROWS_STAGE_ALIGN, SHORT_ROWS_STAGE_BYTES,
-    SHORT_ROWS_THREADS,
+    SHORT_ROWS_THREADS, TALL_COLUMNS_MAX_STAGED_PER_THREAD, TALL_COLUMNS_MIN_LOAD_BYTES,
 };
 
 use crate::iter::TensorIterator;
@@ -123,9 +123,10 @@ pub struct ReduceConfig {
 /// One `reduce_kernel<nt, output_vec_size>` launch.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LaunchPlan {
-    /// The (sub-)iterator this launch covers.
+    /// The (sub-)iterator this launch covers, in the dim order it runs.
     pub iter: TensorIterator,
-    /// `setReduceConfig`'s result for this sub-iterator.
+    /// The configuration that runs: `setReduceConfig`'s result for this
+    /// sub-iterator, or a [`Strategy`]'s.
     pub config: ReduceConfig,
     /// Launch bound: `max_num_threads / output_vec_size`.
     pub nt: u32,
@@ -149,12 +150,26 @@ pub struct LaunchPlan {
     pub decisions: Decisions,
     /// Which configuration runs: PyTorch's, or one of our strategies.
     pub strategy: Strategy,
-    /// PyTorch's own `setReduceConfig` result when `strategy` replaced it,
+    /// `setReduceConfig`'s result for `iter` when `strategy` replaced it,
     /// for `explain` to show beside ours.
     pub pytorch_config: Option<ReduceConfig>,
+    /// PyTorch's `setReduceConfig` result on PyTorch's own dim order, when
+    /// `iter` runs in ours instead: its kept dims sorted by the input's
+    /// strides rather than the output's, so that lanes walking outputs read
+    /// neighbouring inputs. `decisions` and `pytorch_config` are then the
+    /// port's on our order.
+    pub pytorch_order_config: Option<ReduceConfig>,
 }
 
 impl LaunchPlan {
+    /// The config PyTorch itself launches for this sub-iterator: on its own
+    /// dim order, before any of our strategies.
+    pub fn pytorch_own_config(&self) -> ReduceConfig {
+        self.pytorch_order_config
+            .or(self.pytorch_config)
+            .unwrap_or(self.config)
+    }
+
     /// Whether a ShortRows launch finds its rows by one stride: its kept
     /// dims coalesced into at most one, so a row's offsets are a multiply.
     /// Otherwise its `short_rows_kernel` looks each row up through the
@@ -325,6 +340,15 @@ fn check_element_size(iter: &TensorIterator, arg: usize, what: &str, dtype: DTyp
 /// One launch: `setReduceConfig` on a 32-bit sub-iterator and the sizes
 /// `gpu_reduce_kernel` / `launch_reduce_kernel` derive from it.
 fn plan_launch(iter: TensorIterator, signature: &Signature, props: &DeviceProps) -> LaunchPlan {
+    // Our dim order, where it differs, is planned by the port as if it
+    // were PyTorch's; PyTorch's config on its own order stays beside it.
+    let (iter, pytorch_order_config) = match strategy::kept_dims_by_input(&iter) {
+        Some(reordered) => (
+            reordered,
+            Some(set_reduce_config(&iter, signature, props).0),
+        ),
+        None => (iter, None),
+    };
     let (pytorch, decisions) = set_reduce_config(&iter, signature, props);
     let strategy = choose_strategy(&iter, signature, props, &pytorch);
     let config = configure(&iter, signature, props, strategy, &pytorch);
@@ -353,6 +377,7 @@ fn plan_launch(iter: TensorIterator, signature: &Signature, props: &DeviceProps)
         decisions,
         strategy,
         pytorch_config,
+        pytorch_order_config,
         iter,
     }
 }

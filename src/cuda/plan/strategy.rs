@@ -7,8 +7,8 @@
 //! an order fixed by the plan, so results stay bitwise reproducible.
 
 use super::config::{
-    div_up, set_reduce_config_vectorizing_dims, target_grid_size, BLOCK_Y, CTA,
-    MIN_VALUES_PER_THREAD,
+    div_up, set_reduce_config_vectorizing_dims, set_reduce_config_with_output_vec,
+    target_grid_size, BLOCK_Y, CTA, MIN_VALUES_PER_THREAD,
 };
 use super::{DeviceProps, ReduceConfig};
 use crate::iter::TensorIterator;
@@ -64,6 +64,21 @@ pub const SHORT_ROWS_STAGE_ALIGN: u64 = 16;
 /// thread keep up to [`SHORT_ROWS_MAX_ROWS_PER_THREAD`] loads in flight
 /// for each of the lane's vectors.
 pub const SHORT_ROWS_MAX_VECTORS_PER_LANE: u64 = 4;
+
+/// The most staged partials one thread of a global reduce's last CTA may
+/// fold before [`Strategy::TallColumns`] narrows the output vectors: two
+/// rounds of `combine_staged`'s four loads in flight. Each round is an L2
+/// round trip that no other work hides, since every other CTA of the column
+/// has finished. (`[4096, 4096]` f64 over dim 0 folds 16 a thread in
+/// PyTorch's plan and ran 4% faster at 3.)
+pub const TALL_COLUMNS_MAX_STAGED_PER_THREAD: u32 = 8;
+
+/// The narrowest load [`Strategy::TallColumns`] leaves a lane
+/// (`output_vec_size` inputs): the kernel keeps `vt0` (4) of them in
+/// flight, and at 4 bytes a lane the SMs hold too few bytes in flight for
+/// HBM. Rows of 2048 f16 summed over 65536 ran 10% slower at 2 outputs a
+/// lane than at PyTorch's 4, despite the shorter fold.
+pub const TALL_COLUMNS_MIN_LOAD_BYTES: u32 = 8;
 
 /// How a launch is configured: PyTorch's heuristic as it is, or one of our
 /// branches.
@@ -122,6 +137,26 @@ pub enum Strategy {
         /// makes it).
         cta_split: Option<u32>,
     },
+    /// PyTorch's plan with fewer outputs a lane, where its lanes walk few
+    /// and long columns. PyTorch gives a lane 4 consecutive outputs, so a
+    /// block of 128 threads covers 128 columns, a grid of few CTA columns
+    /// splits each across up to a wave of CTAs, and the last CTA of each
+    /// column folds all their partials from the staging buffer while the
+    /// rest of the GPU idles: `[65536, 256]` f64 over dim 0 had 1024 CTAs a
+    /// column, 256 partials (1 MiB) for each of the last CTA's threads,
+    /// and read at 42% of the read ceiling. Halving the outputs a lane
+    /// doubles the CTA columns, doubles the block's warps (PyTorch's block
+    /// holds `512 / output_vec_size` threads) and so halves the CTAs a
+    /// column: a quarter of the partials per column, shared by twice the
+    /// threads. The vector is halved while a thread of the last CTA folds
+    /// more than [`TALL_COLUMNS_MAX_STAGED_PER_THREAD`] partials and a
+    /// lane's load stays at least [`TALL_COLUMNS_MIN_LOAD_BYTES`]; the
+    /// rest of the config is the port's on the narrower vectors, its CTA
+    /// split in whole waves ([`whole_waves`]).
+    TallColumns {
+        /// Outputs a lane (`output_vec_size`), less than PyTorch's.
+        output_vec_size: u32,
+    },
 }
 
 /// Rows, as a percentage of the device's resident warp slots (`sm_count *
@@ -167,8 +202,10 @@ impl ShortRows {
 /// it: [`Strategy::ShortRows`] where a row fits a few loads per lane of a
 /// warp, [`Strategy::VectorizedDims`] where several reduced dims take
 /// vector loads PyTorch leaves scalar, [`Strategy::RowPerWarp`] where
-/// PyTorch's warps split long rows that are many, [`Strategy::CtaSplit`]
-/// where PyTorch's grid leaves SMs without a CTA, else PyTorch's.
+/// PyTorch's warps split long rows that are many, [`Strategy::TallColumns`]
+/// where a column reduction's global reduce leaves each thread of a last
+/// CTA many partials, [`Strategy::CtaSplit`] where PyTorch's grid leaves
+/// SMs without a CTA, else PyTorch's.
 pub fn choose_strategy(
     iter: &TensorIterator,
     signature: &Signature,
@@ -194,6 +231,9 @@ pub fn choose_strategy(
     }
     if row_per_warp(pytorch, props) {
         return Strategy::RowPerWarp;
+    }
+    if let Some(output_vec_size) = tall_columns(iter, signature, props, pytorch) {
+        return Strategy::TallColumns { output_vec_size };
     }
     cta_split(pytorch, props).map_or(Strategy::PyTorch, |ctas_per_output| Strategy::CtaSplit {
         ctas_per_output,
@@ -319,6 +359,78 @@ fn row_per_warp(pytorch: &ReduceConfig, props: &DeviceProps) -> bool {
             >= warp_slots(props) * ROW_PER_WARP_MIN_SLOTS_PERCENT
 }
 
+/// A DRAM sector, the unit global loads and stores move: lanes whose
+/// addresses are this far apart each cost one.
+const SECTOR_BYTES: u64 = 32;
+
+/// The iterator a launch runs on in place of `iter` (PyTorch's order), or
+/// `None` to keep PyTorch's: its kept dims sorted by input stride, where
+/// that gives PyTorch's lanes, which walk the first kept dim when no
+/// reduced dim is faster, a kept dim that strides the input less than
+/// PyTorch's first, which strides it by a sector or more. PyTorch sorts
+/// the kept dims by the output's strides:
+/// `[256, 256, 1024].permute(2, 0, 1)` reduced over its last dim puts the
+/// dim of input stride 262144 first, and every lane's load is a sector of
+/// its own (14% of the read). By the input, lanes read contiguous inputs
+/// and write outputs far apart instead, a sector per output at worst,
+/// which is never more than the reads save: each output has at least one
+/// input, and each input's load cost a sector before.
+pub(super) fn kept_dims_by_input(iter: &TensorIterator) -> Option<TensorIterator> {
+    let nrd = iter.num_reduce_dims();
+    if nrd == 0 || iter.ndim() - nrd < 2 {
+        return None;
+    }
+    let reordered = iter.with_kept_dims_by_input_stride();
+    let stride =
+        |it: &TensorIterator, d: usize| it.strides(TensorIterator::INPUT)[d].unsigned_abs();
+    let (ours, pytorchs, reduced) = (stride(&reordered, nrd), stride(iter, nrd), stride(iter, 0));
+    let lanes_walk_outputs = ours < reduced;
+    let moves_less = ours != 0 && (pytorchs == 0 || ours < pytorchs);
+    let pytorch_scatters = pytorchs == 0 || pytorchs >= SECTOR_BYTES;
+    (lanes_walk_outputs && moves_less && pytorch_scatters).then_some(reordered)
+}
+
+/// The output vector size of [`Strategy::TallColumns`] for `pytorch`'s
+/// column reduction: PyTorch's halved while its last CTAs' threads fold
+/// more than [`TALL_COLUMNS_MAX_STAGED_PER_THREAD`] partials each and a
+/// lane's load stays at least [`TALL_COLUMNS_MIN_LOAD_BYTES`]; `None`
+/// where that leaves PyTorch's.
+fn tall_columns(
+    iter: &TensorIterator,
+    signature: &Signature,
+    props: &DeviceProps,
+    pytorch: &ReduceConfig,
+) -> Option<u32> {
+    if pytorch.should_block_x_reduce() {
+        return None;
+    }
+    let scalar_bytes = signature.input.size_in_bytes() as u32;
+    let mut config = *pytorch;
+    while staged_per_thread(&config) > TALL_COLUMNS_MAX_STAGED_PER_THREAD
+        && config.output_vec_size / 2 * scalar_bytes >= TALL_COLUMNS_MIN_LOAD_BYTES
+    {
+        config =
+            set_reduce_config_with_output_vec(iter, signature, props, config.output_vec_size / 2);
+    }
+    (config.output_vec_size != pytorch.output_vec_size).then_some(config.output_vec_size)
+}
+
+/// Staged partials each thread of a global reduce's last CTA folds
+/// (`combine_staged`): the CTAs of its column, shared by the block's rows,
+/// or by all its threads where the lanes share outputs too. 0 without a
+/// global reduce.
+pub(super) fn staged_per_thread(config: &ReduceConfig) -> u32 {
+    if !config.should_global_reduce() {
+        return 0;
+    }
+    let sharing = if config.should_block_x_reduce() {
+        config.num_threads
+    } else {
+        config.block_height
+    };
+    div_up(u64::from(config.ctas_per_output), u64::from(sharing.max(1))) as u32
+}
+
 /// Warps the device keeps resident at once: `sm_count * max_threads_per_sm
 /// / warp_size`.
 pub(super) fn warp_slots(props: &DeviceProps) -> u64 {
@@ -343,6 +455,20 @@ pub fn configure(
             match cta_split {
                 Some(ctas_per_output) => with_cta_split(without_cta_split(config), ctas_per_output),
                 None => config,
+            }
+        }
+        Strategy::TallColumns { output_vec_size } => {
+            let config = set_reduce_config_with_output_vec(iter, signature, props, output_vec_size);
+            if !config.should_global_reduce() {
+                return config;
+            }
+            // PyTorch's ⌈target / grid.x⌉ can end in a partial wave.
+            let port = config.ctas_per_output;
+            let ours = whole_waves(port, config.grid()[0], props, config.num_threads);
+            if ours == port {
+                config
+            } else {
+                with_cta_split(without_cta_split(config), ours)
             }
         }
         Strategy::RowPerWarp => {

@@ -44,8 +44,7 @@ fn only(p: &ReducePlan) -> &LaunchPlan {
 
 /// PyTorch's own config for the one launch of `p`, whichever strategy runs.
 fn pytorch(p: &ReducePlan) -> ReduceConfig {
-    let l = only(p);
-    l.pytorch_config.unwrap_or(l.config)
+    only(p).pytorch_own_config()
 }
 
 #[test]
@@ -843,4 +842,110 @@ fn cta_splits_fill_whole_waves() {
     let l = only(&p);
     assert_eq!(l.strategy, Strategy::VectorizedDims { cta_split: None });
     assert_eq!(l.grid, [3, 176, 1]);
+}
+
+#[test]
+fn tall_columns_narrow_the_output_vectors_until_the_fold_is_short() {
+    // [65536, 256] f64 over dim 0. PyTorch: 4 outputs a lane, block (32, 4)
+    // (512 / 4 = 128 threads), grid.x = 256 / 128 = 2; 65536 / 4 = 16384
+    // values a thread → ctas_per_output = max(min(⌈2112 / 2⌉ = 1056,
+    // ⌈16384 / 16⌉ = 1024), 64) = 1024, and the last CTA's 4 rows fold
+    // 1024 / 4 = 256 partials a thread. 2 a lane: block (32, 8), grid.x 4,
+    // 8192 values → min(⌈1056 / 4⌉ = 264, 512) = 264, 264 / 8 = 33 > 8.
+    // 1 a lane (8-byte loads): block (32, 16), grid.x 8, 4096 values →
+    // min(⌈528 / 8⌉ = 66, 256) = 66 CTAs, one whole wave of 528, 66 / 16
+    // = 5 partials a thread.
+    let shape = [65536, 256];
+    let p = plan(&shape, &contiguous(&shape), 0, &[0], DType::F64);
+    let l = only(&p);
+    assert_eq!(l.strategy, Strategy::TallColumns { output_vec_size: 1 });
+    let pt = pytorch(&p);
+    assert_eq!(
+        (pt.output_vec_size, pt.grid(), pt.block()),
+        (4, [2, 1024, 1], [32, 4, 1])
+    );
+    assert_eq!((l.nt, l.grid, l.block), (512, [8, 66, 1], [32, 16, 1]));
+    assert!(!l.config.should_block_x_reduce() && l.config.should_block_y_reduce());
+    assert!(p.to_string().contains("TallColumns"), "{p}");
+
+    // [4096, 4096] f64: PyTorch's grid.x 32 and min(⌈2112 / 32⌉ = 66,
+    // ⌈1024 / 16⌉ = 64) = 64 CTAs fold 16 a thread. 2 a lane: grid.x 64,
+    // min(⌈1056 / 64⌉ = 17, ⌈512 / 16⌉ = 32) = 17 CTAs, whose 1088 spill
+    // 32 past a wave of 1056: 16 CTAs fill one (1024), 2 a thread.
+    let shape = [4096, 4096];
+    let p = plan(&shape, &contiguous(&shape), 0, &[0], DType::F64);
+    let l = only(&p);
+    assert_eq!(l.strategy, Strategy::TallColumns { output_vec_size: 2 });
+    assert_eq!((l.grid, l.block), ([64, 16, 1], [32, 8, 1]));
+
+    // f32 stops at 2 a lane (8-byte loads), whatever the fold: [401408,
+    // 128] (channels-last statistics) folds 528 with PyTorch's single CTA
+    // column of 2112 CTAs, 528 / 8 = 66 at 2 a lane (grid.x 2, ⌈1056 /
+    // 2⌉ = 528 CTAs).
+    let shape = [401_408, 128];
+    let p = plan(&shape, &contiguous(&shape), 0, &[0], DType::F32);
+    let l = only(&p);
+    assert_eq!(l.strategy, Strategy::TallColumns { output_vec_size: 2 });
+    assert_eq!((l.grid, l.block), ([2, 528, 1], [32, 8, 1]));
+
+    // 16-bit inputs keep PyTorch's 4 (8-byte loads); so do columns whose
+    // fold is short already: [4096, 16384] f32, grid.x 128, ⌈2112 / 128⌉
+    // = 17 CTAs, 17 / 4 = 5 a thread; and rows (lanes on the reduced dim).
+    for (shape, dims, dtype) in [
+        ([65536, 2048], [0], DType::F16),
+        ([65536, 2048], [0], DType::BF16),
+        ([4096, 16384], [0], DType::F32),
+        ([256, 65536], [1], DType::F64),
+    ] {
+        let p = plan(&shape, &contiguous(&shape), 0, &dims, dtype);
+        assert!(
+            !matches!(only(&p).strategy, Strategy::TallColumns { .. }),
+            "{shape:?} {dtype}"
+        );
+    }
+}
+
+#[test]
+fn kept_dims_run_in_the_input_order_where_pytorch_scatters_its_lanes() {
+    // [256, 256, 1024].permute(2, 0, 1) summed over its last dim (the
+    // base's middle, stride 1024): the result [1024, 256] is contiguous,
+    // so PyTorch's order puts the permuted dim 0 (input stride 1 element,
+    // output stride 256) after dim 1 (input stride 262144, output stride
+    // 1), and its lanes, which walk the first kept dim, load 4 bytes 1 MiB
+    // apart. By the input the first kept dim is contiguous: PyTorch's rules
+    // then vectorise 4 outputs a lane, block (32, 4), grid.x = 262144 /
+    // (32·4) = 2048, each warp row's lanes loading 512 contiguous bytes.
+    let p = plan(&[1024, 256, 256], &[1, 262_144, 1024], 0, &[2], DType::F32);
+    let l = only(&p);
+    let own = l.pytorch_order_config.expect("PyTorch's own order is kept");
+    assert_eq!(
+        (own.output_vec_size, own.grid(), own.block()),
+        (1, [16384, 1, 1], [32, 16, 1])
+    );
+    assert_eq!(pytorch(&p), own);
+    assert_eq!(l.iter.source_dims(1), &[0]);
+    assert_eq!(l.iter.strides(TensorIterator::INPUT), &[4096, 4, 1 << 20]);
+    assert_eq!(l.iter.strides(TensorIterator::OUTPUT), &[0, 1024, 4]);
+    assert_eq!(
+        (l.config.output_vec_size, l.grid, l.block),
+        (4, [2048, 1, 1], [32, 4, 1])
+    );
+    assert!(p.to_string().contains("dim order (ours)"), "{p}");
+
+    // Not ours to change: a contiguous reduced dim (lanes walk the rows in
+    // either order); kept dims already by input; PyTorch's first kept dim
+    // striding less than a sector (8 bytes: lanes share sectors); a single
+    // kept dim.
+    for (shape, strides, dims) in [
+        (vec![64, 32, 128], vec![128, 8192, 1], vec![2]),
+        (vec![64, 32, 128], vec![4096, 128, 1], vec![0]),
+        (vec![2, 4, 128], vec![1, 2, 8], vec![2]),
+        (vec![64, 4096], vec![1, 64], vec![1]),
+    ] {
+        let p = plan(&shape, &strides, 0, &dims, DType::F32);
+        assert!(
+            only(&p).pytorch_order_config.is_none(),
+            "{shape:?} {strides:?} {dims:?}"
+        );
+    }
 }
