@@ -207,6 +207,31 @@ fn tolerance_rejects_a_sequential_sum() {
     }
 }
 
+/// The property tests' check takes an infinity where the reference rounds
+/// past the output's largest finite value (f16 sums of 66403 are `inf` in
+/// torch too), and only there.
+#[test]
+fn the_check_takes_infinity_only_where_the_cast_overflows() {
+    let check = |got: f64, reference: f64| {
+        std::panic::catch_unwind(|| {
+            common::assert_close(
+                &[got],
+                &[reference],
+                &[reference.abs()],
+                8,
+                DType::F16,
+                "f16",
+            )
+        })
+        .is_ok()
+    };
+    assert!(check(f64::INFINITY, 66403.4));
+    assert!(check(f64::NEG_INFINITY, -66403.4));
+    assert!(!check(f64::NEG_INFINITY, 66403.4));
+    assert!(!check(f64::INFINITY, 60000.0));
+    assert!(check(65504.0, 65510.0));
+}
+
 /// The CPU backend's column sums are pairwise too. (On the GPU, column sums
 /// follow PyTorch's order, whose error grows with the values per thread.)
 #[test]
