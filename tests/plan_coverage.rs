@@ -512,6 +512,18 @@ type ViewCase = (
     &'static [bool],
 );
 
+/// The case's layout, dtype and `sum` plan on an H200.
+fn plan_view_case((dtype, shape, strides, offset, mask): ViewCase) -> (Layout, DType, ReducePlan) {
+    let l = Layout {
+        shape: shape.to_vec(),
+        strides: strides.to_vec(),
+        offset,
+        mask: mask.to_vec(),
+    };
+    let plan = plan_layout(&l, dtype, &DeviceProps::h200());
+    (l, dtype, plan)
+}
+
 #[test]
 fn tall_columns_launches_are_covered_exactly_once() {
     // Columns few and long enough for PyTorch's last CTAs to fold many
@@ -534,14 +546,9 @@ fn tall_columns_launches_are_covered_exactly_once() {
             2,
         ),
     ];
-    for ((dtype, shape, strides, offset, mask), output_vec_size) in cases {
-        let l = Layout {
-            shape: shape.to_vec(),
-            strides: strides.to_vec(),
-            offset,
-            mask: mask.to_vec(),
-        };
-        let plan = plan_layout(&l, dtype, &DeviceProps::h200());
+    for (case, output_vec_size) in cases {
+        let (l, dtype, plan) = plan_view_case(case);
+        let shape = &l.shape;
         assert_eq!(
             plan.launches[0].strategy,
             PlanStrategy::TallColumns { output_vec_size },
@@ -601,14 +608,9 @@ fn launches_in_the_input_order_are_covered_exactly_once() {
             &[false, false, true],
         ),
     ];
-    for (dtype, shape, strides, offset, mask) in cases {
-        let l = Layout {
-            shape: shape.to_vec(),
-            strides: strides.to_vec(),
-            offset,
-            mask: mask.to_vec(),
-        };
-        let plan = plan_layout(&l, dtype, &DeviceProps::h200());
+    for case in cases {
+        let (l, dtype, plan) = plan_view_case(case);
+        let shape = &l.shape;
         assert!(
             plan.launches
                 .iter()

@@ -303,11 +303,11 @@ impl TensorIterator {
 
     /// This iterator with its kept dims in ascending order of input stride
     /// (stable for equal strides; broadcast dims last), the reduced dims
-    /// still first and in their order. PyTorch's order puts the output's fastest dim first,
-    /// which for a permuted view of a contiguous tensor can be a dim the
-    /// input strides by megabytes. The dims are only permuted, operands'
-    /// strides and view offsets with them: no coalescing, which would drop
-    /// a split iterator's view offsets.
+    /// still first and in their order. PyTorch's order puts the output's
+    /// fastest dim first, which for a permuted view of a contiguous tensor
+    /// can be a dim the input strides by megabytes. The dims are only
+    /// permuted, operands' strides and view offsets with them: no
+    /// coalescing, which would drop a split iterator's view offsets.
     pub fn with_kept_dims_by_input_stride(&self) -> TensorIterator {
         let nrd = self.num_reduce_dims();
         let input = &self.strides[Self::INPUT];
