@@ -446,6 +446,62 @@ fn zero_dim(device: Device) {
     assert_eq!(f32s(&s.var(&[], 0.0, false).unwrap()), [0.0]);
 }
 
+/// A permuted view reduced over a dim that is neither its fastest nor its
+/// slowest in memory: `[6, 5, 40].permute(2, 0, 1)` over its last dim,
+/// whose result's fastest dim strides the input by 800 B, where the
+/// backends visit the outputs in the input's order. Every value, index and
+/// both outputs of the two-output ops land where the result's order puts
+/// them; the expected values come from index arithmetic on the base.
+fn permuted_views(device: Device) {
+    let (a, b, c) = (6, 5, 40);
+    // Distinct along each reduced row (steps of 40 * 37 mod 101), exact in f32.
+    let base: Vec<f32> = (0..a * b * c)
+        .map(|i| ((i * 37) % 101) as f32 - 50.0)
+        .collect();
+    let x = t32(&base, &[a, b, c], device).permute(&[2, 0, 1]).unwrap();
+    let row = |k: usize, i: usize| -> Vec<f64> {
+        (0..b).map(|j| base[i * b * c + j * c + k] as f64).collect()
+    };
+    let outputs = || (0..c).flat_map(|k| (0..a).map(move |i| (k, i)));
+    let sum: Vec<f32> = outputs()
+        .map(|(k, i)| row(k, i).iter().sum::<f64>() as f32)
+        .collect();
+    assert_eq!(f32s(&x.sum(&[2], false).unwrap()), sum);
+    let max = |r: &[f64]| r.iter().cloned().fold(f64::MIN, f64::max);
+    let argmax = |r: &[f64]| r.iter().position(|&v| v == max(r)).unwrap() as i64;
+    let amax: Vec<f32> = outputs().map(|(k, i)| max(&row(k, i)) as f32).collect();
+    let args: Vec<i64> = outputs().map(|(k, i)| argmax(&row(k, i))).collect();
+    assert_eq!(f32s(&x.amax(&[-1], false).unwrap()), amax);
+    assert_eq!(i64s(&x.argmax(Some(2), false).unwrap()), args);
+    let (values, indices) = x.max_dim(2, true).unwrap();
+    assert_eq!(values.shape(), &[c, a, 1]);
+    assert_eq!((f32s(&values), i64s(&indices)), (amax, args));
+    let (var, mean) = x.var_mean(&[2], 1.0, false).unwrap();
+    let moments = |r: &[f64]| {
+        let m = r.iter().sum::<f64>() / b as f64;
+        (
+            r.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (b - 1) as f64,
+            m,
+        )
+    };
+    let (want_var, want_mean): (Vec<f32>, Vec<f32>) = outputs()
+        .map(|(k, i)| {
+            let (v, m) = moments(&row(k, i));
+            (v as f32, m as f32)
+        })
+        .unzip();
+    near(&f32s(&var), &want_var);
+    near(&f32s(&mean), &want_mean);
+    let lse: Vec<f32> = outputs()
+        .map(|(k, i)| {
+            let r = row(k, i);
+            let m = max(&r);
+            (m + r.iter().map(|v| (v - m).exp()).sum::<f64>().ln()) as f32
+        })
+        .collect();
+    near(&f32s(&x.logsumexp(&[2], false).unwrap()), &lse);
+}
+
 backend_tests! {
     nan_and_ties_follow_torch => nan_and_ties;
     indices_are_logical_positions => indices_are_logical;
@@ -456,6 +512,7 @@ backend_tests! {
     logsumexp_follows_torch => logsumexp;
     empty_and_bad_input_are_typed_errors => empty_and_bad_input;
     zero_dim_reductions => zero_dim;
+    permuted_views_reduce_into_the_results_order => permuted_views;
 }
 
 /// Sample variance in f64, two passes, as the reference for huge values.

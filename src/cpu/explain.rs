@@ -72,8 +72,12 @@ pub struct CpuPlan {
     /// Reduced dims after reorder and coalesce, as (size, input stride in
     /// elements), fastest first.
     pub reduce_dims: Vec<(usize, usize)>,
-    /// Output dims likewise.
+    /// Output dims likewise, in the order the trees visit them.
     pub output_dims: Vec<(usize, usize)>,
+    /// Whether the trees visit the kept dims in the input's order (where
+    /// PyTorch's, the result's, scatters the reads) into a scratch result,
+    /// gathered into the result's order afterwards.
+    pub kept_dims_by_input: bool,
     /// Elements reduced into each output.
     pub inputs_per_output: usize,
     /// Number of outputs.
@@ -90,6 +94,9 @@ impl CpuPlan {
     /// The plan for `signature` over `iter` (built by
     /// [`TensorIterator::reduce_op`]) with `threads` rayon threads.
     pub fn new(iter: &TensorIterator, signature: &Signature, threads: usize) -> CpuPlan {
+        let ours = super::order::trees_order(iter);
+        let kept_dims_by_input = ours.is_some();
+        let iter = ours.as_ref().unwrap_or(iter);
         let esize = iter.element_size(TensorIterator::INPUT) as i64;
         let nr = iter.num_reduce_dims();
         let dims: Vec<(usize, usize)> = iter
@@ -139,6 +146,7 @@ impl CpuPlan {
             signature: *signature,
             reduce_dims,
             output_dims,
+            kept_dims_by_input,
             inputs_per_output,
             num_outputs,
             leaf: LEAF,
@@ -168,6 +176,12 @@ impl fmt::Display for CpuPlan {
             "  iterator (size, input stride in elements), fastest first: reduced {:?}, outputs {:?}",
             self.reduce_dims, self.output_dims
         )?;
+        if self.kept_dims_by_input {
+            writeln!(
+                f,
+                "  outputs visited in the input's order of the kept dims (the result's scatters the reads), then gathered into the result's order"
+            )?;
+        }
         match &self.strategy {
             CpuStrategy::Empty => writeln!(
                 f,
@@ -354,6 +368,34 @@ mod tests {
             text.contains("outer column tiles of 16384 outputs (3 per row x 1 rows)"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn permuted_views_are_planned_in_the_input_order() {
+        // [16, 16, 1024].permute(2, 0, 1) over its last dim: the result's
+        // fastest dim strides the input by 64 KiB, the input's fastest kept
+        // dim by one element, which makes the case a column sum.
+        let base = Tensor::zeros(&[16, 16, 1024], DType::F32, Device::Cpu).unwrap();
+        let x = base.permute(&[2, 0, 1]).unwrap();
+        let p = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap()
+            .install(|| x.explain_cpu(ReduceOp::Sum, &[2], false).unwrap());
+        assert!(p.kept_dims_by_input);
+        assert_eq!(p.reduce_dims, vec![(16, 1024)]);
+        assert_eq!(p.output_dims, vec![(1024, 1), (16, 16384)]);
+        assert_eq!(
+            p.strategy,
+            CpuStrategy::Outer {
+                tile: 1024,
+                tiles_per_row: 1,
+                rows: 16,
+                leaf_rows: 128
+            }
+        );
+        assert!(p.to_string().contains("input's order of the kept dims"));
+        assert!(!plan(&[64, 4096], &[1], false).kept_dims_by_input);
     }
 
     #[test]

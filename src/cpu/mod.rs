@@ -5,7 +5,9 @@
 //! and the functor of a [`Signature`] and runs the generic trees of
 //! [`tree`], which hand each block of accumulators to [`outputs`]: torch's
 //! `project`, then the cast to the result's dtype (and to the second
-//! output's, for the ops that have one), straight into the result.
+//! output's, for the ops that have one), straight into the result (or,
+//! where the trees visit the outputs in the input's order, into a scratch
+//! result that [`order`] gathers).
 //! The trees' innermost loops run in the widest instruction set the CPU
 //! has ([`isa`]), with the same results in every one.
 
@@ -15,6 +17,7 @@ mod index_ops;
 mod isa;
 mod norm_ops;
 mod ops;
+mod order;
 mod outputs;
 mod pool;
 mod simd;
@@ -241,7 +244,32 @@ fn run_op<T: CpuElement, W: Compute>(
     }
 }
 
+/// Runs the trees over `iter`, in the input's order of its kept dims where
+/// PyTorch's scatters the reads ([`order`]).
 fn run<T: CpuElement, W: Compute, R: ReduceOps<W>>(
+    data: &[T],
+    iter: &TensorIterator,
+    sig: &Signature,
+    op: &R,
+) -> Result<Outputs> {
+    let Some(ours) = order::trees_order(iter) else {
+        assert!(
+            order::is_result_order(iter),
+            "internal: PyTorch's order of the kept dims is the result's"
+        );
+        return run_in_order(data, iter, sig, op);
+    };
+    let dims = order::result_dims(&ours);
+    let (first, second) = run_in_order(data, &ours, sig, op)?;
+    let second = match second.zip(sig.second_output()) {
+        Some((s, dtype)) => Some(order::gather(&s, dtype, &dims)?),
+        None => None,
+    };
+    Ok((order::gather(&first, sig.output, &dims)?, second))
+}
+
+/// Runs the trees over `iter`, its outputs stored in its order.
+fn run_in_order<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     data: &[T],
     iter: &TensorIterator,
     sig: &Signature,

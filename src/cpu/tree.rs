@@ -64,20 +64,8 @@ impl Layout {
             .zip(iter.strides(TensorIterator::INPUT))
             .map(|(&n, &s)| (n, (s / esize) as usize))
             .collect();
-        // The output is contiguous and its dims are ordered by ascending
-        // output stride, so output index o lives at element o. Checked once
-        // here rather than recomputed per element.
-        let mut expected = iter.element_size(TensorIterator::OUTPUT) as i64;
-        for (&n, &s) in iter.shape()[nr..]
-            .iter()
-            .zip(&iter.strides(TensorIterator::OUTPUT)[nr..])
-        {
-            assert!(
-                n == 1 || s == expected,
-                "internal: the iterator's output dims are contiguous in order"
-            );
-            expected *= n as i64;
-        }
+        // Output index o is the o-th output in the iterator's order of its
+        // kept dims: the result's, or a scratch result's ([`super::order`]).
         Layout {
             reduce: dims[..nr].to_vec(),
             output: dims[nr..].to_vec(),
@@ -219,14 +207,15 @@ fn reduce_inner<T: CpuElement, W: Compute, R: ReduceOps<W>>(
 
 /// A position in a dim list's index space and its input offset, advanced
 /// one element at a time (fastest dim first) without dividing.
-struct Cursor<'a> {
+pub(super) struct Cursor<'a> {
     dims: &'a [(usize, usize)],
     index: smallvec::SmallVec<[usize; 6]>,
-    offset: usize,
+    /// The current position's offset.
+    pub(super) offset: usize,
 }
 
 impl<'a> Cursor<'a> {
-    fn new(dims: &'a [(usize, usize)], mut k: usize) -> Cursor<'a> {
+    pub(super) fn new(dims: &'a [(usize, usize)], mut k: usize) -> Cursor<'a> {
         let offset = Layout::offset(dims, k);
         let index = dims
             .iter()
@@ -243,7 +232,7 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    fn advance(&mut self) {
+    pub(super) fn advance(&mut self) {
         for (i, &(n, s)) in self.index.iter_mut().zip(self.dims) {
             *i += 1;
             self.offset += s;

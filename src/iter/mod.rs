@@ -301,6 +301,32 @@ impl TensorIterator {
         Some(out)
     }
 
+    /// [`Self::with_kept_dims_by_input_stride`] where that moves a loop over
+    /// outputs from scattered reads to closer ones, else `None`. A loop
+    /// walks the first kept dim when no reduced dim strides the input less;
+    /// PyTorch's first kept dim (the output's fastest) scatters when it
+    /// strides the input by `scattered_bytes` or more (or is a broadcast,
+    /// which moves nothing), and the input's order helps when its first kept
+    /// dim strides the input less than that and than the fastest reduced
+    /// dim. `[256, 256, 1024].permute(2, 0, 1)` over its last dim: PyTorch's
+    /// first kept dim strides the input by 256 KiB, the input's by 4 B.
+    /// Each backend passes the unit its loads move (a GPU's sector, a CPU's
+    /// cache line).
+    pub fn kept_dims_by_input(&self, scattered_bytes: u64) -> Option<TensorIterator> {
+        let nrd = self.num_reduce_dims();
+        if nrd == 0 || self.ndim() - nrd < 2 {
+            return None;
+        }
+        let reordered = self.with_kept_dims_by_input_stride();
+        let stride = |it: &TensorIterator, d: usize| it.strides[Self::INPUT][d].unsigned_abs();
+        let (ours, pytorchs, reduced) =
+            (stride(&reordered, nrd), stride(self, nrd), stride(self, 0));
+        let loop_walks_outputs = ours < reduced;
+        let moves_less = ours != 0 && (pytorchs == 0 || ours < pytorchs);
+        let pytorch_scatters = pytorchs == 0 || pytorchs >= scattered_bytes;
+        (loop_walks_outputs && moves_less && pytorch_scatters).then_some(reordered)
+    }
+
     /// This iterator with its kept dims in ascending order of input stride
     /// (stable for equal strides; broadcast dims last), the reduced dims
     /// still first and in their order. PyTorch's order puts the output's

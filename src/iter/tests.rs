@@ -188,3 +188,21 @@ fn kept_dims_sort_by_input_stride_with_broadcast_dims_last() {
         assert_eq!(sorted.numel(), part.numel());
     }
 }
+
+#[test]
+fn kept_dims_move_to_the_input_order_only_where_the_results_scatter() {
+    // [3, 4, 5].permute(2, 0, 1), f32: shape [5, 3, 4], input strides 4,
+    // 80 and 20 B. Over dim 2 (20 B), PyTorch's first kept dim is the
+    // result's fastest, the one of 80 B; the input's is the one of 4 B.
+    let (shape, strides) = ([5, 3, 4], [1, 20, 5]);
+    let it = It::reduction(&shape, &strides, 0, 4, 4, &mask(3, &[2])).unwrap();
+    assert_eq!(it.strides(It::INPUT), &[20, 80, 4]);
+    let ours = it.kept_dims_by_input(80).expect("80 B scatters at 80");
+    assert_eq!(ours.strides(It::INPUT), &[20, 4, 80]);
+    assert!(it.kept_dims_by_input(81).is_none());
+    // Over dim 0 (4 B, the fastest of all): the loop walks the reduced
+    // dim, whatever the kept dims' order.
+    let rows = It::reduction(&shape, &strides, 0, 4, 4, &mask(3, &[0])).unwrap();
+    assert_eq!(rows.strides(It::INPUT)[0], 4);
+    assert!(rows.kept_dims_by_input(1).is_none());
+}

@@ -364,11 +364,9 @@ fn row_per_warp(pytorch: &ReduceConfig, props: &DeviceProps) -> bool {
 const SECTOR_BYTES: u64 = 32;
 
 /// The iterator a launch runs on in place of `iter` (PyTorch's order), or
-/// `None` to keep PyTorch's: its kept dims sorted by input stride, where
-/// that gives PyTorch's lanes, which walk the first kept dim when no
-/// reduced dim is faster, a kept dim that strides the input less than
-/// PyTorch's first, which strides it by a sector or more. PyTorch sorts
-/// the kept dims by the output's strides:
+/// `None` to keep PyTorch's ([`TensorIterator::kept_dims_by_input`] with
+/// a sector as the scattering distance). PyTorch's lanes walk the first
+/// kept dim when no reduced dim is faster:
 /// `[256, 256, 1024].permute(2, 0, 1)` reduced over its last dim puts the
 /// dim of input stride 262144 first, and every lane's load is a sector of
 /// its own (14% of the read). By the input, lanes read contiguous inputs
@@ -376,18 +374,7 @@ const SECTOR_BYTES: u64 = 32;
 /// which is never more than the reads save: each output has at least one
 /// input, and each input's load cost a sector before.
 pub(super) fn kept_dims_by_input(iter: &TensorIterator) -> Option<TensorIterator> {
-    let nrd = iter.num_reduce_dims();
-    if nrd == 0 || iter.ndim() - nrd < 2 {
-        return None;
-    }
-    let reordered = iter.with_kept_dims_by_input_stride();
-    let stride =
-        |it: &TensorIterator, d: usize| it.strides(TensorIterator::INPUT)[d].unsigned_abs();
-    let (ours, pytorchs, reduced) = (stride(&reordered, nrd), stride(iter, nrd), stride(iter, 0));
-    let lanes_walk_outputs = ours < reduced;
-    let moves_less = ours != 0 && (pytorchs == 0 || ours < pytorchs);
-    let pytorch_scatters = pytorchs == 0 || pytorchs >= SECTOR_BYTES;
-    (lanes_walk_outputs && moves_less && pytorch_scatters).then_some(reordered)
+    iter.kept_dims_by_input(SECTOR_BYTES)
 }
 
 /// The output vector size of [`Strategy::TallColumns`] for `pytorch`'s
