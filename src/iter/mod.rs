@@ -307,8 +307,8 @@ impl TensorIterator {
     /// PyTorch's first kept dim (the output's fastest) scatters when it
     /// strides the input by `scattered_bytes` or more (or is a broadcast,
     /// which moves nothing), and the input's order helps when its first kept
-    /// dim strides the input less than that and than the fastest reduced
-    /// dim. `[256, 256, 1024].permute(2, 0, 1)` over its last dim: PyTorch's
+    /// dim is no broadcast and strides the input less than PyTorch's and
+    /// than the fastest reduced dim. `[256, 256, 1024].permute(2, 0, 1)` over its last dim: PyTorch's
     /// first kept dim strides the input by 256 KiB, the input's by 4 B.
     /// Each backend passes the unit its loads move (a GPU's sector, a CPU's
     /// cache line).
