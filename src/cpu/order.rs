@@ -62,14 +62,20 @@ pub(super) fn result_dims(ours: &TensorIterator) -> Vec<(usize, usize)> {
 }
 
 /// Whether the trees' order over `iter` is the result's, which writing each
-/// block of outputs as one run of the result relies on.
+/// block of outputs as one run of the result relies on: its kept dims'
+/// output strides are contiguous in their order. Checked on every call, so
+/// without allocating.
 pub(super) fn is_result_order(iter: &TensorIterator) -> bool {
-    let mut expected = 1;
-    result_dims(iter).into_iter().all(|(n, scratch_stride)| {
-        let in_order = scratch_stride == expected;
-        expected *= n;
-        in_order
-    })
+    let nrd = iter.num_reduce_dims();
+    let mut expected = iter.element_size(TensorIterator::OUTPUT) as i64;
+    iter.shape()[nrd..]
+        .iter()
+        .zip(&iter.strides(TensorIterator::OUTPUT)[nrd..])
+        .all(|(&n, &s)| {
+            let in_order = n == 1 || s == expected;
+            expected *= n as i64;
+            in_order
+        })
 }
 
 /// Result elements one task of [`gather`] writes.

@@ -317,14 +317,22 @@ impl TensorIterator {
         if nrd == 0 || self.ndim() - nrd < 2 {
             return None;
         }
-        let reordered = self.with_kept_dims_by_input_stride();
-        let stride = |it: &TensorIterator, d: usize| it.strides[Self::INPUT][d].unsigned_abs();
-        let (ours, pytorchs, reduced) =
-            (stride(&reordered, nrd), stride(self, nrd), stride(self, 0));
+        let input = &self.strides[Self::INPUT];
+        // The input's first kept dim is the one of least non-zero stride
+        // (0 when every kept dim is a broadcast): decided without building
+        // the reordered iterator, which a CPU call would pay for each time.
+        let ours = input[nrd..]
+            .iter()
+            .map(|s| s.unsigned_abs())
+            .filter(|&s| s != 0)
+            .min()
+            .unwrap_or(0);
+        let (pytorchs, reduced) = (input[nrd].unsigned_abs(), input[0].unsigned_abs());
         let loop_walks_outputs = ours < reduced;
         let moves_less = ours != 0 && (pytorchs == 0 || ours < pytorchs);
         let pytorch_scatters = pytorchs == 0 || pytorchs >= scattered_bytes;
-        (loop_walks_outputs && moves_less && pytorch_scatters).then_some(reordered)
+        (loop_walks_outputs && moves_less && pytorch_scatters)
+            .then(|| self.with_kept_dims_by_input_stride())
     }
 
     /// This iterator with its kept dims in ascending order of input stride
