@@ -96,6 +96,33 @@ pub(crate) trait CpuElement: Element {
     }
 }
 
+/// [`CpuElement::accumulate_row`] for a type that widens 8 elements at a
+/// time with a vector conversion (`widen8`) and the rest with `widen`: the
+/// same fold of each output, so the same bits.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(super) fn accumulate_row_by8<T: Copy, W: Compute, R: ReduceOps<W>>(
+    x: &[T],
+    idx: usize,
+    op: &R,
+    acc: &mut [R::Acc],
+    widen8: impl Fn(&[T; 8]) -> [W; 8],
+    widen: impl Fn(T) -> W,
+) {
+    let n = acc.len().min(x.len());
+    let mut xs = x[..n].chunks_exact(8);
+    let mut accs = acc[..n].chunks_exact_mut(8);
+    for (x8, a8) in (&mut xs).zip(&mut accs) {
+        let w = widen8(x8.try_into().expect("chunks of 8"));
+        for j in 0..8 {
+            a8[j] = op.reduce(a8[j], w[j], idx);
+        }
+    }
+    for (a, &v) in accs.into_remainder().iter_mut().zip(xs.remainder()) {
+        *a = op.reduce(*a, widen(v), idx);
+    }
+}
+
 /// Input rows a column leaf folds per pass over its accumulators. A pass
 /// keeps a block of accumulators in registers while it folds each of its
 /// rows into them, so the accumulators are loaded and stored once a pass
@@ -123,21 +150,36 @@ fn fold_columns<T: Copy, W: Compute, R: ReduceOps<W>>(
     first: usize,
     op: &R,
     acc: &mut [R::Acc],
-    conv: impl Fn(T) -> W,
+    widen: impl Fn(T) -> W,
+) {
+    fold_columns_by8(rows, first, op, acc, |c| c.map(&widen), &widen)
+}
+
+/// [`fold_columns`] for a type that widens 8 elements at a time with a
+/// vector conversion (`widen8`) and the rest with `widen`: the same folds
+/// in the same order, so the same bits. Blocks of 8 or more accumulators
+/// take `widen8` (every block of a state of 8 bytes or less).
+#[inline(always)]
+pub(super) fn fold_columns_by8<T: Copy, W: Compute, R: ReduceOps<W>>(
+    rows: &[&[T]],
+    first: usize,
+    op: &R,
+    acc: &mut [R::Acc],
+    widen8: impl Fn(&[T; 8]) -> [W; 8],
+    widen: impl Fn(T) -> W,
 ) {
     // A const block width per accumulator size, so the block is an array
     // the compiler keeps in registers (wide states take narrow blocks).
+    macro_rules! blocks_of {
+        ($c:expr) => {
+            fold_column_blocks::<{ $c }, _, _, _>(rows, first, op, acc, widen8, widen)
+        };
+    }
     match std::mem::size_of::<R::Acc>() {
-        0..=4 => {
-            fold_column_blocks::<{ COLUMN_BLOCK_BYTES / 4 }, _, _, _>(rows, first, op, acc, conv)
-        }
-        5..=8 => {
-            fold_column_blocks::<{ COLUMN_BLOCK_BYTES / 8 }, _, _, _>(rows, first, op, acc, conv)
-        }
-        9..=16 => {
-            fold_column_blocks::<{ COLUMN_BLOCK_BYTES / 16 }, _, _, _>(rows, first, op, acc, conv)
-        }
-        _ => fold_column_blocks::<2, _, _, _>(rows, first, op, acc, conv),
+        0..=4 => blocks_of!(COLUMN_BLOCK_BYTES / 4),
+        5..=8 => blocks_of!(COLUMN_BLOCK_BYTES / 8),
+        9..=16 => blocks_of!(COLUMN_BLOCK_BYTES / 16),
+        _ => blocks_of!(2),
     }
 }
 
@@ -147,7 +189,8 @@ fn fold_column_blocks<const C: usize, T: Copy, W: Compute, R: ReduceOps<W>>(
     first: usize,
     op: &R,
     acc: &mut [R::Acc],
-    conv: impl Fn(T) -> W,
+    widen8: impl Fn(&[T; 8]) -> [W; 8],
+    widen: impl Fn(T) -> W,
 ) {
     let mut blocks = acc.chunks_exact_mut(C);
     let mut at = 0;
@@ -155,9 +198,18 @@ fn fold_column_blocks<const C: usize, T: Copy, W: Compute, R: ReduceOps<W>>(
         let block: &mut [R::Acc; C] = block.try_into().expect("blocks of C");
         let mut v = *block;
         for (r, row) in rows.iter().enumerate() {
-            let x: &[T; C] = row[at..at + C].try_into().expect("blocks of C");
-            for j in 0..C {
-                v[j] = op.reduce(v[j], conv(x[j]), first + r);
+            let x = &row[at..at + C];
+            if C % 8 == 0 {
+                for (k, x8) in x.chunks_exact(8).enumerate() {
+                    let w = widen8(x8.try_into().expect("chunks of 8"));
+                    for j in 0..8 {
+                        v[8 * k + j] = op.reduce(v[8 * k + j], w[j], first + r);
+                    }
+                }
+            } else {
+                for j in 0..C {
+                    v[j] = op.reduce(v[j], widen(x[j]), first + r);
+                }
             }
         }
         *block = v;
@@ -166,7 +218,7 @@ fn fold_column_blocks<const C: usize, T: Copy, W: Compute, R: ReduceOps<W>>(
     let ragged = blocks.into_remainder();
     for (r, row) in rows.iter().enumerate() {
         for (a, &x) in ragged.iter_mut().zip(&row[at..]) {
-            *a = op.reduce(*a, conv(x), first + r);
+            *a = op.reduce(*a, widen(x), first + r);
         }
     }
 }
@@ -509,6 +561,12 @@ impl CpuElement for f16 {
         op: &R,
         acc: &mut [R::Acc],
     ) {
+        #[cfg(target_arch = "x86_64")]
+        if super::simd::has_f16c() {
+            // SAFETY: the features the function enables were detected.
+            unsafe { super::simd::accumulate_row_f16c(x, idx, op, acc) };
+            return;
+        }
         for_each_f32_block(x, f16_to_f32, |start, b| {
             for (a, &v) in acc[start..start + b.len()].iter_mut().zip(b) {
                 *a = op.reduce(*a, W::from_elem(v), idx);
@@ -523,6 +581,12 @@ impl CpuElement for f16 {
         op: &R,
         acc: &mut [R::Acc],
     ) {
+        #[cfg(target_arch = "x86_64")]
+        if std::mem::size_of::<R::Acc>() <= 8 && super::simd::has_f16c() {
+            // SAFETY: the features the function enables were detected.
+            unsafe { super::simd::fold_columns_f16c(rows, first, op, acc) };
+            return;
+        }
         // Each row's piece of a column block converted into its own f32
         // buffer (a pass's buffers together stay in L1), then the f32 fold.
         let mut buf = [[0f32; F16_COLUMN_BLOCK]; ROWS_PER_PASS];
@@ -667,11 +731,12 @@ mod tests {
         vector_leaf_matches_elementwise(bf16::from_bits);
     }
 
-    /// A column pass against folding each output's column element by
-    /// element, bit for bit: every accumulator width's register block (sum
-    /// in 4 and 8 bytes, argmax's value-index pairs, Welford's state),
-    /// ragged ends, a pass of one row and a full pass, and f16's
-    /// conversion blocks.
+    /// A column pass, and the same rows folded a row at a time, against
+    /// folding each output's column element by element, bit for bit:
+    /// every accumulator width's register block (sum in 4 and 8 bytes,
+    /// argmax's value-index pairs, Welford's state), ragged ends, a pass
+    /// of one row and a full pass, and f16's conversions (in registers,
+    /// 8 at a time, where the CPU has F16C; through a buffer otherwise).
     fn column_passes_match_elementwise<T: CpuElement>(make: impl Fn(usize) -> T) {
         use super::super::index_ops::ArgMaxOps;
         use super::super::welford::WelfordOps;
@@ -686,12 +751,21 @@ mod tests {
             let rows: Vec<&[T]> = (0..n).map(|r| &x[r * (w + 3)..]).collect();
             let mut fast = vec![op.identity(); w];
             T::fold_columns(&rows, 7, op, &mut fast);
-            for (j, f) in fast.iter().enumerate() {
+            // The same rows a row at a time.
+            let mut by_row = vec![op.identity(); w];
+            for (r, row) in rows.iter().enumerate() {
+                T::accumulate_row(&row[..w], 7 + r, op, &mut by_row);
+            }
+            for (j, (f, b)) in fast.iter().zip(&by_row).enumerate() {
                 let mut slow = op.identity();
                 for (r, row) in rows.iter().enumerate() {
                     slow = op.reduce(slow, row[j].widen(), 7 + r);
                 }
                 assert!(same(f, &slow), "output {j} of {w}, {n} rows");
+                assert!(
+                    same(b, &slow),
+                    "output {j} of {w}, {n} rows, a row at a time"
+                );
             }
         }
         let x: Vec<T> = (0..ROWS_PER_PASS * (BLOCK + 40)).map(make).collect();

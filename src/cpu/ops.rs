@@ -152,7 +152,7 @@ float_ops!(f64);
 
 /// What `project` produces for one output position, written to the
 /// result's dtype (and, for the ops with two outputs, to the second's).
-pub(crate) trait Projected: Copy + Send + Sync {
+pub(crate) trait Projected: Copy + Send + Sync + 'static {
     /// The value, converted to the output dtype.
     fn cast<O: Element>(self) -> O;
     /// The second output's value, converted to its dtype. Only the ops with

@@ -11,9 +11,11 @@
 //! [`Written`] count that proves every output was.
 
 use super::ops::{Compute, Projected, ReduceOps};
+use super::simd::f32_to_f16;
 use super::tree::maybe_join;
 use crate::tensor::storage::UninitStorage;
 use crate::{with_dtype, DType, Element};
+use std::any::TypeId;
 use std::mem::MaybeUninit;
 use std::ops::Add;
 
@@ -61,6 +63,21 @@ impl<'a> Column<'a> {
 
     /// Projects `accs` and writes them as this run's elements.
     fn write<W: Compute, R: ReduceOps<W>>(&mut self, op: &R, accs: &[R::Acc], second: bool) {
+        if self.dtype == DType::F16 && TypeId::of::<R::Out>() == TypeId::of::<f32>() {
+            // f32 values into f16 go through a stage, to be converted 8 at
+            // a time ([`f32_to_f16`]). (An f32 `Out` is one value per
+            // output, so its second cast is its first.)
+            let out = self.typed::<crate::f16>();
+            let mut stage = [0f32; STAGE];
+            for (out, accs) in out.chunks_mut(STAGE).zip(accs.chunks(STAGE)) {
+                let stage = &mut stage[..accs.len()];
+                for (s, &a) in stage.iter_mut().zip(accs) {
+                    *s = op.project(a).cast::<f32>();
+                }
+                f32_to_f16(stage, out);
+            }
+            return;
+        }
         with_dtype!(self.dtype, O => {
             let out = self.typed::<O>();
             debug_assert_eq!(out.len(), accs.len());
