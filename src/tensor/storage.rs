@@ -170,6 +170,7 @@ impl UninitStorage {
         let n = bytes.div_ceil(8);
         let mut words = try_with_capacity::<MaybeUninit<u64>>(n)?;
         words.resize(n, MaybeUninit::uninit());
+        advise_huge_pages(&mut words);
         // The last word's bytes past the elements belong to no element and
         // are never written: zero them, so that every word is initialised.
         if let Some(last) = words.last_mut() {
@@ -213,6 +214,43 @@ impl UninitStorage {
             dtype: self.dtype,
         }
     }
+}
+
+/// Results at least this large ask for transparent huge pages
+/// ([`advise_huge_pages`]). Smaller ones are mostly recycled from the
+/// allocator's heap (glibc raises its mmap threshold up to 32 MiB as
+/// buffers are freed), whose pages are already mapped.
+const HUGE_PAGE_RESULT_BYTES: usize = 16 << 20;
+
+/// Asks Linux to back the whole 2 MiB pages inside `buf` with transparent
+/// huge pages, where the system allows it (`madvise` mode, the common
+/// default; a system set to `never` ignores the advice). A large result
+/// is fresh memory: each 4 KiB page of it cost a fault on first touch,
+/// and with millions of outputs those faults, not the reduction, took most
+/// of the time. A sum over rows of 2 into a 32 MiB f32 result (one thread,
+/// the 2-core machine) took 14.3 ms with 4 KiB pages and 6.0 ms advised;
+/// the same call into recycled pages took 4.2. PyTorch's CPU allocator
+/// does the same behind `THP_MEM_ALLOC_ENABLE`.
+fn advise_huge_pages(buf: &mut [MaybeUninit<u64>]) {
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE_PAGE: usize = 2 << 20;
+        let bytes = std::mem::size_of_val(buf);
+        if bytes < HUGE_PAGE_RESULT_BYTES {
+            return;
+        }
+        let start = buf.as_mut_ptr() as usize;
+        let lo = start.next_multiple_of(HUGE_PAGE);
+        let hi = (start + bytes) / HUGE_PAGE * HUGE_PAGE;
+        if hi > lo {
+            // SAFETY: `lo..hi` lies inside `buf`, which this storage owns;
+            // the advice changes how its pages are backed, never their
+            // contents. A refusal (no THP in the kernel) leaves 4 KiB pages.
+            unsafe { libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_HUGEPAGE) };
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = buf;
 }
 
 /// A tensor's storage on one device.
