@@ -236,7 +236,12 @@ fn not_dispatched(op: ReduceOp) -> Error {
 
 /// The sums, products and means, on elements `T` computed in `W` (the
 /// accumulator of the dtype a call asks for).
-fn run_op<T: CpuElement, W: Compute>(
+///
+/// The signature's rules leave out two families, which the constant guards
+/// keep from being compiled at all (a guard that is a constant after
+/// monomorphisation prunes its arm): nansum of integers is their sum, and
+/// mean computes only in a floating type (its output is one).
+fn run_op<T: CpuElement, W: Compute + crate::Element>(
     data: &[T],
     iter: &TensorIterator,
     sig: &Signature,
@@ -244,9 +249,13 @@ fn run_op<T: CpuElement, W: Compute>(
 ) -> Result<Outputs> {
     match sig.op {
         ReduceOp::Sum => run::<T, W, _>(data, iter, sig, &ops::SumOps),
-        ReduceOp::NanSum => run::<T, W, _>(data, iter, sig, &ops::NanSumOps),
+        ReduceOp::NanSum if const { T::DTYPE.is_floating_point() } => {
+            run::<T, W, _>(data, iter, sig, &ops::NanSumOps)
+        }
         ReduceOp::Prod => run::<T, W, _>(data, iter, sig, &ops::ProdOps),
-        ReduceOp::Mean => run::<T, W, _>(data, iter, sig, &ops::MeanOps::<W>::new(params)),
+        ReduceOp::Mean if const { W::DTYPE.is_floating_point() } => {
+            run::<T, W, _>(data, iter, sig, &ops::MeanOps::<W>::new(params))
+        }
         op => Err(not_dispatched(op)),
     }
 }
