@@ -82,6 +82,13 @@ pub(crate) trait CpuElement: Element {
         }
     }
 
+    /// Converts 8 elements to the compute type: [`widen`](Self::widen)
+    /// each, or one vector conversion where the type has one.
+    #[inline(always)]
+    fn widen8<W: Compute>(x: &[Self; 8]) -> [W; 8] {
+        x.map(Self::widen)
+    }
+
     /// Folds `rows[r][j]` (reduce index `first + r`) into `acc[j]`, rows
     /// in order: one pass of a column leaf over its accumulators
     /// ([`fold_columns`]). Every row holds at least `acc.len()` elements.
@@ -497,6 +504,16 @@ fn for_each_f32_block<T>(
 /// same lanes, so the same bits. (Short rows keep the blocks: rows of 4
 /// converted row by row in registers ran 3x slower than as one slice.)
 impl CpuElement for f16 {
+    #[inline(always)]
+    fn widen8<W: Compute>(x: &[Self; 8]) -> [W; 8] {
+        #[cfg(target_arch = "x86_64")]
+        if super::simd::has_f16c() {
+            // SAFETY: the features the function needs were detected.
+            return unsafe { super::simd::f16x8_to_f32_f16c(x) }.map(W::from_elem);
+        }
+        x.map(Self::widen)
+    }
+
     #[inline(always)]
     fn accumulate_contiguous<W: Compute, R: ReduceOps<W>>(
         x: &[Self],

@@ -103,7 +103,7 @@ fn f32_to_f16_f16c(src: &[f32], dst: &mut [MaybeUninit<f16>]) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx,f16c")]
 #[inline]
-unsafe fn f16x8_to_f32_f16c(c: &[f16; 8]) -> [f32; 8] {
+pub(super) unsafe fn f16x8_to_f32_f16c(c: &[f16; 8]) -> [f32; 8] {
     use std::arch::x86_64::{__m128i, _mm256_cvtph_ps, _mm_loadu_si128};
     // `c` is 16 readable bytes, loaded unaligned.
     let h = _mm_loadu_si128(c.as_ptr() as *const __m128i);

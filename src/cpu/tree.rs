@@ -474,6 +474,18 @@ fn column_leaf<'a, T: CpuElement, W: Compute, R: ReduceOps<W>>(
     acc: &mut [R::Acc],
 ) {
     acc.fill(op.identity());
+    // Tiles of up to a vector keep their accumulators in registers, a
+    // width the compiler knows (through memory, each row's adds waited on
+    // the last row's stores).
+    macro_rules! narrow {
+        ($($n:literal)*) => {
+            match acc.len() {
+                $($n => return narrow_column_leaf::<$n, _, _, _>(&row, lo, hi, op, acc),)*
+                _ => {}
+            }
+        };
+    }
+    narrow!(1 2 3 4 5 6 7 8);
     let mut k = lo;
     // Several rows a pass save accumulator traffic, which costs only when
     // the accumulators outgrow L1; on narrow tiles (128-256 outputs, one
@@ -489,6 +501,33 @@ fn column_leaf<'a, T: CpuElement, W: Compute, R: ReduceOps<W>>(
     for k in k..hi {
         T::accumulate_row(row(k), k, op, acc);
     }
+}
+
+/// [`column_leaf`] over a tile of `N` outputs: the same folds in the same
+/// order, each output's accumulator a register.
+#[inline(always)]
+fn narrow_column_leaf<'a, const N: usize, T: CpuElement, W: Compute, R: ReduceOps<W>>(
+    row: &impl Fn(usize) -> &'a [T],
+    lo: usize,
+    hi: usize,
+    op: &R,
+    acc: &mut [R::Acc],
+) {
+    let mut v = [op.identity(); N];
+    for k in lo..hi {
+        let x = &row(k)[..N];
+        if N == 8 {
+            let x = T::widen8::<W>(x.try_into().expect("rows of 8"));
+            for j in 0..N {
+                v[j] = op.reduce(v[j], x[j], k);
+            }
+        } else {
+            for j in 0..N {
+                v[j] = op.reduce(v[j], x[j].widen(), k);
+            }
+        }
+    }
+    acc.copy_from_slice(&v);
 }
 
 /// Where the pairwise tree splits `n` elements: the half, rounded to a
@@ -614,6 +653,54 @@ mod tests {
                 "runs of {run}, {count} of them"
             );
         }
+    }
+
+    /// A column leaf against each output's column folded in row order,
+    /// bit for bit: the narrow tiles in registers, the wider ones through
+    /// memory, rows a leaf apart with a gap after each.
+    fn column_leaves_fold_rows_in_order<T: CpuElement, W: Compute, R: ReduceOps<W>>(
+        make: impl Fn(usize) -> T,
+        op: R,
+        same: impl Fn(&R::Acc, &R::Acc) -> bool,
+    ) {
+        let x: Vec<T> = (0..OUTER_LEAF_ROWS * 40).map(make).collect();
+        for w in 1..=17 {
+            let stride = w + 3;
+            let (lo, hi) = (5, OUTER_LEAF_ROWS.min(x.len() / stride));
+            let row = |k: usize| &x[k * stride..k * stride + w];
+            let mut got = vec![op.identity(); w];
+            column_leaf(row, lo, hi, &op, &mut got);
+            for (j, g) in got.iter().enumerate() {
+                let want = (lo..hi).fold(op.identity(), |a, k| op.reduce(a, row(k)[j].widen(), k));
+                assert!(same(g, &want), "output {j} of a tile of {w}");
+            }
+        }
+    }
+
+    #[test]
+    fn column_leaves_of_every_width_fold_rows_in_order() {
+        let bits = |a: &f32, b: &f32| a.to_bits() == b.to_bits();
+        column_leaves_fold_rows_in_order::<f32, f32, _>(value, SumOps, bits);
+        column_leaves_fold_rows_in_order::<f16, f32, _>(|i| f16::from_f32(value(i)), SumOps, bits);
+        column_leaves_fold_rows_in_order::<bf16, f32, _>(
+            |i| bf16::from_f32(value(i)),
+            SumOps,
+            bits,
+        );
+        column_leaves_fold_rows_in_order::<f32, f64, _>(value, SumOps, |a, b| {
+            a.to_bits() == b.to_bits()
+        });
+        column_leaves_fold_rows_in_order::<f32, f32, _>(
+            |i| {
+                if i % 13 == 0 {
+                    f32::NAN
+                } else {
+                    (i % 4) as f32
+                }
+            },
+            ArgMaxOps,
+            |a, b| a.index == b.index,
+        );
     }
 
     #[test]
