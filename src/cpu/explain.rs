@@ -6,7 +6,7 @@
 //! count, and asks the trees' own `Layout` which loop shape runs, so the
 //! explanation cannot drift from the backend.
 
-use super::tree::{tile_width, Layout, LEAF, OUTER_LEAF_ROWS, PARALLEL_GRAIN};
+use super::tree::{tile_width, Layout, LEAF, OUTER_LEAF_ROWS, PARALLEL_GRAIN, REGISTER_TILE};
 use crate::iter::TensorIterator;
 use crate::reduce::{ReduceDims, ReduceOp, Signature};
 use crate::{Result, Tensor};
@@ -226,7 +226,12 @@ impl fmt::Display for CpuPlan {
             } => {
                 writeln!(
                     f,
-                    "  strategy: outer column tiles of {tile} outputs ({tiles_per_row} per row x {rows} rows); each tile adds whole input rows"
+                    "  strategy: outer column tiles of {tile} outputs ({tiles_per_row} per row x {rows} rows); each tile adds whole input rows{}",
+                    if *tile <= REGISTER_TILE {
+                        ", its accumulators in registers"
+                    } else {
+                        ""
+                    }
                 )?;
                 writeln!(
                     f,
@@ -367,6 +372,12 @@ mod tests {
         assert!(
             text.contains("outer column tiles of 16384 outputs (3 per row x 1 rows)"),
             "{text}"
+        );
+        assert!(!text.contains("registers"), "{text}");
+        let narrow = plan(&[100_000, 5], &[0], false).to_string();
+        assert!(
+            narrow.contains("tiles of 5 outputs (1 per row x 1 rows); each tile adds whole input rows, its accumulators in registers"),
+            "{narrow}"
         );
     }
 

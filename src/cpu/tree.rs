@@ -479,6 +479,7 @@ fn column_leaf<'a, T: CpuElement, W: Compute, R: ReduceOps<W>>(
     // the last row's stores).
     macro_rules! narrow {
         ($($n:literal)*) => {
+            const { assert!([$($n),*].len() == REGISTER_TILE) };
             match acc.len() {
                 $($n => return narrow_column_leaf::<$n, _, _, _>(&row, lo, hi, op, acc),)*
                 _ => {}
@@ -502,6 +503,12 @@ fn column_leaf<'a, T: CpuElement, W: Compute, R: ReduceOps<W>>(
         T::accumulate_row(row(k), k, op, acc);
     }
 }
+
+/// The widest column tile whose accumulators [`column_leaf`] keeps in
+/// registers: a vector of f32. Single-threaded on the 2-core machine, sums
+/// over dim 0 into 2-8 columns ran 1.5-2.1x faster than with the
+/// accumulators in memory.
+pub(super) const REGISTER_TILE: usize = 8;
 
 /// [`column_leaf`] over a tile of `N` outputs: the same folds in the same
 /// order, each output's accumulator a register.
