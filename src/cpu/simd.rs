@@ -136,9 +136,8 @@ pub(super) unsafe fn accumulate_lanes_f16c<W: Compute, R: ReduceOps<W>>(
 }
 
 /// The f16 column pass ([`super::element::CpuElement::fold_columns`]) with
-/// each 8 elements of a row's block widened in registers. Through an f32
-/// buffer, the pass stored and reloaded every element, and f16 column sums
-/// read at a third of bf16's rate, whose conversion is a shift.
+/// each 8 elements of a row's block widened in registers rather than
+/// stored to an f32 buffer and loaded again.
 ///
 /// # Safety
 /// The CPU must have AVX and F16C ([`has_f16c`]).
