@@ -509,7 +509,7 @@ impl CpuElement for f16 {
         #[cfg(target_arch = "x86_64")]
         if super::simd::has_f16c() {
             // SAFETY: the features the function needs were detected.
-            return unsafe { super::simd::f16x8_to_f32_f16c(x) }.map(W::from_elem);
+            return unsafe { super::simd::f16x8_widen_f16c(x) };
         }
         x.map(Self::widen)
     }

@@ -4,6 +4,8 @@
 //! with the same results bit for bit (each conversion here is exact).
 
 #[cfg(target_arch = "x86_64")]
+use super::element::CpuElement;
+#[cfg(target_arch = "x86_64")]
 use super::element::{accumulate_lanes_by8, accumulate_row_by8, fold_columns_by8};
 #[cfg(target_arch = "x86_64")]
 use super::ops::{Compute, ReduceOps};
@@ -110,6 +112,18 @@ pub(super) unsafe fn f16x8_to_f32_f16c(c: &[f16; 8]) -> [f32; 8] {
     std::mem::transmute(_mm256_cvtph_ps(h))
 }
 
+/// [`f16x8_to_f32_f16c`], then to the compute type: the `widen8` of the
+/// f16 loops below and of [`super::element::CpuElement::widen8`].
+///
+/// # Safety
+/// The CPU must have AVX and F16C ([`has_f16c`]).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx,f16c")]
+#[inline]
+pub(super) unsafe fn f16x8_widen_f16c<W: Compute>(c: &[f16; 8]) -> [W; 8] {
+    f16x8_to_f32_f16c(c).map(W::from_elem)
+}
+
 /// The f16 lane loop ([`super::element::CpuElement::accumulate_contiguous`]) with
 /// each 8 elements widened in registers.
 ///
@@ -155,8 +169,8 @@ pub(super) unsafe fn fold_columns_f16c<W: Compute, R: ReduceOps<W>>(
         op,
         acc,
         // SAFETY: this function's features are the ones it needs.
-        |c| unsafe { f16x8_to_f32_f16c(c) }.map(W::from_elem),
-        |v| W::from_elem(v.to_f32()),
+        |c| unsafe { f16x8_widen_f16c(c) },
+        f16::widen,
     );
 }
 
@@ -180,8 +194,8 @@ pub(super) unsafe fn accumulate_row_f16c<W: Compute, R: ReduceOps<W>>(
         op,
         acc,
         // SAFETY: this function's features are the ones it needs.
-        |c| unsafe { f16x8_to_f32_f16c(c) }.map(W::from_elem),
-        |v| W::from_elem(v.to_f32()),
+        |c| unsafe { f16x8_widen_f16c(c) },
+        f16::widen,
     );
 }
 
