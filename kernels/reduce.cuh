@@ -687,10 +687,15 @@ struct ReduceOp {
     using load_t = aligned_vector<scalar_t, output_vec_size>;
     const load_t* data = reinterpret_cast<const load_t*>(data_);
 
-    // vt0 independent accumulators remove the dependency between unrolled loads.
-    arg_vec_t value_list[vt0];
+    // vt0 independent accumulators remove the dependency between unrolled
+    // loads. Lanes of more than PyTorch's 4 outputs (the ShortColumns
+    // strategy: short columns, few loads a lane) fold into one instead: the
+    // loads are in flight either way, and vt0 sets of 8 accumulators took
+    // the registers that keep more lanes resident.
+    constexpr int accumulators = output_vec_size > 4 ? 1 : vt0;
+    arg_vec_t value_list[accumulators];
 #pragma unroll
-    for (int i = 0; i < vt0; i++) {
+    for (int i = 0; i < accumulators; i++) {
 #pragma unroll
       for (int j = 0; j < output_vec_size; j++) {
         value_list[i][j] = ident();
@@ -708,7 +713,8 @@ struct ReduceOp {
       for (int i = 0; i < vt0; i++) {
 #pragma unroll
         for (int j = 0; j < output_vec_size; j++) {
-          value_list[i][j] = op.reduce(value_list[i][j], values[i].val[j], (int64_t)(idx + i * stride));
+          value_list[i % accumulators][j] =
+              op.reduce(value_list[i % accumulators][j], values[i].val[j], (int64_t)(idx + i * stride));
         }
       }
       idx += stride * vt0;
@@ -732,13 +738,13 @@ struct ReduceOp {
       }
 #pragma unroll
       for (int j = 0; j < output_vec_size; j++) {
-        value_list[i][j] = op.reduce(value_list[i][j], values[i].val[j], (int64_t)idx);
+        value_list[i % accumulators][j] = op.reduce(value_list[i % accumulators][j], values[i].val[j], (int64_t)idx);
       }
       idx += stride;
     }
 
 #pragma unroll
-    for (int i = 1; i < vt0; i++) {
+    for (int i = 1; i < accumulators; i++) {
 #pragma unroll
       for (int j = 0; j < output_vec_size; j++) {
         value_list[0][j] = op.combine(value_list[0][j], value_list[i][j]);
@@ -919,11 +925,22 @@ struct ReduceOp {
   }
 };
 
+// The register budget of the ShortColumns strategy's kernels (more than
+// PyTorch's 4 outputs a lane): a thread's life is a few 16-byte loads, so
+// resident threads are what keeps bytes in flight. Unbounded, the 8-output
+// kernel of f16 sum took 73 registers, 12 blocks of 64 threads an SM.
+constexpr int kShortColumnsRegisters = 64;
+template <int nt, int output_vec_size, typename R>
+__device__ constexpr int reduce_kernel_min_blocks_per_sm() {
+  return output_vec_size > 4 ? kRegistersPerSm / (nt * kShortColumnsRegisters)
+                             : R::template min_blocks_per_sm<nt>();
+}
+
 // PyTorch's C10_LAUNCH_BOUNDS_2(nt, 4): at most nt threads per block, and
 // registers budgeted for 4 resident blocks per SM, or fewer for a wide
-// accumulator (reduce_min_blocks_per_sm).
+// accumulator (reduce_min_blocks_per_sm), or more for ShortColumns.
 template <int nt, int output_vec_size, typename R>
-__global__ void __launch_bounds__(nt, R::template min_blocks_per_sm<nt>()) reduce_kernel(R reduction) {
+__global__ void __launch_bounds__(nt, (reduce_kernel_min_blocks_per_sm<nt, output_vec_size, R>())) reduce_kernel(R reduction) {
   reduction.template run<nt, output_vec_size>();
 }
 

@@ -403,6 +403,45 @@ fn tall_columns_strategy() {
     }
 }
 
+/// Short columns of 16-bit inputs ([`Strategy::ShortColumns`]): 8 outputs
+/// a lane on contiguous columns of 2, 3 and 16 rows, on a row pitch wider
+/// than the row from an offset start, and over the first dim of a
+/// transposed base whose kept dims do not coalesce.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn short_columns_strategy() {
+    let Some((dev, props)) = gpu("short_columns_strategy") else {
+        return;
+    };
+    type View = fn(&Tensor) -> Tensor;
+    let cases: [(DType, &[usize], View, &[isize]); 5] = [
+        (DType::F16, &[2, 65536], |t| t.clone(), &[0]),
+        (DType::BF16, &[3, 40_000], |t| t.clone(), &[0]),
+        (
+            DType::F16,
+            &[16, 8200],
+            |t| t.narrow(1, 8, 8192).unwrap(),
+            &[0],
+        ),
+        (DType::BF16, &[4, 1000, 520], |t| t.clone(), &[0]),
+        (
+            DType::F16,
+            &[24, 4, 64],
+            |t| t.transpose(0, 1).unwrap(),
+            &[0],
+        ),
+    ];
+    for (i, &(dt, shape, view, dims)) in cases.iter().enumerate() {
+        let x = ints(shape, dt, 110 + i as u64);
+        let l = check(&x, view, dims, dt, dev, &props);
+        assert!(
+            any_launch(&l, |l| l.strategy
+                == Strategy::ShortColumns { output_vec_size: 8 }),
+            "{dt} {shape:?} over {dims:?} did not take ShortColumns: {l:?}"
+        );
+    }
+}
+
 /// Permuted views whose kept dims run in the input's order rather than
 /// PyTorch's (the output's): a permuted 3-d tensor, channels-last images
 /// reduced over their height, and a narrowed base whose start leaves no
@@ -937,7 +976,7 @@ fn ops_on_every_path(test: &str, ops: &[ReduceOp]) {
     let Some((dev, _props)) = gpu(test) else {
         return;
     };
-    let cases: [OpsCase; 16] = [
+    let cases: [OpsCase; 17] = [
         (vec![64, 1028], |t| t.narrow(1, 1, 1027).unwrap(), vec![1]),
         (vec![1024, 96], |t| t.clone(), vec![0]),
         (vec![4096, 8], |t| t.clone(), vec![0]),
@@ -968,6 +1007,10 @@ fn ops_on_every_path(test: &str, ops: &[ReduceOp]) {
         // Tall columns: 128 outputs of 4096 inputs, 2 outputs a lane for
         // 4- and 8-byte inputs (PyTorch's 4 for narrower ones).
         (vec![4096, 128], |t| t.clone(), vec![0]),
+        // Short columns: 3 rows of 4096 starting 8 columns in, 8 outputs a
+        // lane for 16-bit and 1-byte inputs whose accumulator is at most 4
+        // bytes (PyTorch's 4 for the rest).
+        (vec![3, 4104], |t| t.narrow(1, 8, 4096).unwrap(), vec![0]),
         // A permuted view whose kept dims run in the input's order.
         (
             vec![48, 40, 64],

@@ -564,6 +564,39 @@ fn tall_columns_launches_are_covered_exactly_once() {
 }
 
 #[test]
+fn short_columns_launches_are_covered_exactly_once() {
+    // Short columns of 16-bit inputs, 8 outputs a lane: contiguous, three
+    // rows, on a row pitch wider than the row from an offset start, and a
+    // transposed base whose kept dims do not coalesce.
+    let cases: [ViewCase; 4] = [
+        (DType::F16, &[2, 4096], &[4096, 1], 0, &[true, false]),
+        (DType::F16, &[3, 520], &[520, 1], 0, &[true, false]),
+        (DType::BF16, &[16, 2048], &[2056, 1], 8, &[true, false]),
+        (
+            DType::F16,
+            &[4, 24, 64],
+            &[64, 256, 1],
+            0,
+            &[true, false, false],
+        ),
+    ];
+    for case in cases {
+        let (l, dtype, plan) = plan_view_case(case);
+        let shape = &l.shape;
+        assert_eq!(
+            plan.launches[0].strategy,
+            PlanStrategy::ShortColumns { output_vec_size: 8 },
+            "{l:?} {dtype}"
+        );
+        assert_eq!(
+            check_plan(&plan),
+            Ok(shape.iter().product()),
+            "{l:?} {dtype}"
+        );
+    }
+}
+
+#[test]
 fn launches_in_the_input_order_are_covered_exactly_once() {
     // Kept dims that run in the input's order rather than the output's: a
     // permuted 3-d tensor (4 outputs a lane), channels-last images over

@@ -12,16 +12,26 @@ include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
 
 pub mod disk_cache;
 
-/// The output vector sizes one compiled module holds, one `reduce_kernel`
-/// instantiation each (PyTorch's host switches over the same three).
-pub const OUTPUT_VEC_SIZES: [u32; 3] = [1, 2, 4];
+/// The output vector sizes a compiled module may hold, one `reduce_kernel`
+/// instantiation each: PyTorch's host switches over the first three, and
+/// the ShortColumns strategy adds 8 for the signatures it can take
+/// ([`output_vec_sizes`]).
+pub const OUTPUT_VEC_SIZES: [u32; 4] = [1, 2, 4, 8];
+
+/// The output vector sizes `sig`'s module holds: those of
+/// [`OUTPUT_VEC_SIZES`] up to the planner's `max_output_vec_size`.
+pub fn output_vec_sizes(sig: &Signature) -> &'static [u32] {
+    let max = crate::cuda::plan::max_output_vec_size(sig);
+    let n = OUTPUT_VEC_SIZES.iter().take_while(|&&v| v <= max).count();
+    &OUTPUT_VEC_SIZES[..n]
+}
 
 /// The kernels of one compiled module, in the order of its lowered names:
-/// `reduce_kernel` for each of [`OUTPUT_VEC_SIZES`], then the ShortRows
+/// `reduce_kernel` for each of [`output_vec_sizes`], then the ShortRows
 /// strategy's `short_rows_kernel` for rows found by one stride and for rows
 /// looked up (`LaunchPlan::rows_by_one_stride`).
 pub fn name_expressions(sig: &Signature) -> Vec<String> {
-    OUTPUT_VEC_SIZES
+    output_vec_sizes(sig)
         .iter()
         .map(|&v| name_expression(sig, v))
         .chain(
@@ -89,7 +99,7 @@ fn validate(sig: &Signature) -> Result<()> {
     let ok_vt0 = (1..=16).contains(&sig.vt0);
     let ok_ivs = matches!(sig.input_vec_size, 1 | 2 | 4 | 8 | 16)
         && sig.input_vec_size as usize * sig.input.size_in_bytes() <= 32;
-    let ok_threads = OUTPUT_VEC_SIZES
+    let ok_threads = output_vec_sizes(sig)
         .iter()
         .all(|&v| sig.max_num_threads % v == 0 && sig.max_num_threads / v >= 32);
     if ok_vt0 && ok_ivs && ok_threads {
@@ -199,6 +209,8 @@ pub(crate) fn fnv1a64(bytes: &[u8]) -> u64 {
 /// order.
 pub(crate) struct LoadedKernel {
     functions: Vec<cudarc::driver::CudaFunction>,
+    /// The module's [`output_vec_sizes`]: its first `reduce_kernel`s.
+    output_vec_sizes: &'static [u32],
 }
 
 impl LoadedKernel {
@@ -213,9 +225,9 @@ impl LoadedKernel {
     ) -> Result<&cudarc::driver::CudaFunction> {
         let config = &launch.config;
         let index = if config.lanes_per_row != 0 {
-            Some(OUTPUT_VEC_SIZES.len() + usize::from(!launch.rows_by_one_stride()))
+            Some(self.output_vec_sizes.len() + usize::from(!launch.rows_by_one_stride()))
         } else {
-            OUTPUT_VEC_SIZES
+            self.output_vec_sizes
                 .iter()
                 .position(|&v| v == config.output_vec_size)
         };
@@ -258,7 +270,10 @@ pub(crate) fn loaded(ordinal: usize, sig: &Signature) -> Result<Arc<LoadedKernel
                 .map_err(|e| super::driver_error(ordinal, 0, &format!("finding {n}"), e))
         })
         .collect::<Result<Vec<_>>>()?;
-    let k = Arc::new(LoadedKernel { functions });
+    let k = Arc::new(LoadedKernel {
+        functions,
+        output_vec_sizes: output_vec_sizes(sig),
+    });
     *guard = Some(k.clone());
     Ok(k)
 }

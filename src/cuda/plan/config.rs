@@ -311,7 +311,18 @@ pub fn target_grid_size(props: &DeviceProps, num_threads: u32) -> u32 {
 /// byte offset from a 256-byte-aligned storage base, so a view that starts
 /// mid-vector (e.g. `narrow` by one element) loses output vectorization.
 pub fn get_output_vec_size(iter: &TensorIterator, scalar_size: u64) -> u32 {
-    let mut vec_size = 4u64;
+    output_vec_size_up_to(iter, scalar_size, 4)
+}
+
+/// [`get_output_vec_size`] starting from `max_vec_size` (a power of two)
+/// instead of PyTorch's 4: the widest output vector that divides the same
+/// address, size and strides.
+pub(super) fn output_vec_size_up_to(
+    iter: &TensorIterator,
+    scalar_size: u64,
+    max_vec_size: u32,
+) -> u32 {
+    let mut vec_size = u64::from(max_vec_size.max(1));
     let mut update_vec_size = |n: u64| {
         while n % vec_size != 0 {
             vec_size /= 2;
@@ -356,7 +367,8 @@ pub(super) fn set_reduce_config_vectorizing_dims(
 
 /// `setReduceConfig` with at most `max_output_vec_size` outputs a lane
 /// where it vectorises along the output: the config of
-/// [`super::Strategy::TallColumns`]. Every other decision is the port's,
+/// [`super::Strategy::TallColumns`] (fewer than PyTorch's 4) and of
+/// [`super::Strategy::ShortColumns`] (more). Every other decision is the port's,
 /// made on the narrower vectors (so the block, the grid and the CTA split
 /// follow from them).
 pub(super) fn set_reduce_config_with_output_vec(
@@ -379,7 +391,8 @@ struct Loads {
     /// Vector loads along the fastest reduced dim even when several dims
     /// are reduced.
     several_reduced_dims: bool,
-    /// The cap on `get_output_vec_size` (a power of two, at most 4).
+    /// Where `get_output_vec_size` starts (a power of two: PyTorch's 4, or
+    /// a strategy's narrower or wider vectors).
     max_output_vec_size: u32,
 }
 
@@ -436,7 +449,7 @@ fn reduce_config(
             dim0 /= u64::from(config.input_vec_size);
         } else if !reduction_on_fastest_striding_dimension {
             config.output_vec_size =
-                get_output_vec_size(iter, scalar_size as u64).min(loads.max_output_vec_size.max(1));
+                output_vec_size_up_to(iter, scalar_size as u64, loads.max_output_vec_size);
             dim0 /= u64::from(config.output_vec_size);
         }
     }

@@ -116,6 +116,7 @@ fn write_launch(
         | Strategy::CtaSplit { .. }
         | Strategy::RowPerWarp
         | Strategy::TallColumns { .. }
+        | Strategy::ShortColumns { .. }
         | Strategy::VectorizedDims { .. } => format!(
             "reduce_kernel<nt={}, output_vec_size={}>",
             launch.nt, c.output_vec_size
@@ -304,6 +305,21 @@ fn write_launch(
             c.num_threads,
             c.ctas_per_output,
             super::strategy::staged_per_thread(c)
+        )?;
+    }
+    if let (Strategy::ShortColumns { output_vec_size }, Some(pt)) =
+        (launch.strategy, &launch.pytorch_config)
+    {
+        writeln!(
+            f,
+            "    - ours: PyTorch's {} outputs a lane load {} B a row, and each lane reduces its columns of {} alone → {output_vec_size} a lane ({} B loads): block ({}, {}), grid.x = {}",
+            pt.output_vec_size,
+            pt.output_vec_size * plan.signature.input.size_in_bytes() as u32,
+            c.num_inputs,
+            output_vec_size * plan.signature.input.size_in_bytes() as u32,
+            c.block_width,
+            c.block_height,
+            launch.grid[0],
         )?;
     }
     if let (Strategy::RowPerWarp, Some(pt)) = (launch.strategy, &launch.pytorch_config) {

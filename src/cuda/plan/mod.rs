@@ -26,10 +26,11 @@ pub use config::{
     MAX_VALUES_PER_THREAD, MIN_VALUES_PER_THREAD,
 };
 pub use strategy::{
-    choose_strategy, configure, ShortRows, Strategy, ROW_PER_WARP_MIN_SLOTS_PERCENT,
-    SCALAR_ROW_MAX_BYTES, SHORT_ROWS_MAX_ROWS_PER_THREAD, SHORT_ROWS_MAX_VECTORS_PER_LANE,
-    SHORT_ROWS_MIN_BLOCKS_PER_SM, SHORT_ROWS_STAGE_ALIGN, SHORT_ROWS_STAGE_BYTES,
-    SHORT_ROWS_THREADS, TALL_COLUMNS_MAX_STAGED_PER_THREAD, TALL_COLUMNS_MIN_LOAD_BYTES,
+    choose_strategy, configure, max_output_vec_size, ShortRows, Strategy,
+    ROW_PER_WARP_MIN_SLOTS_PERCENT, SCALAR_ROW_MAX_BYTES, SHORT_COLUMNS_OUTPUT_VEC_SIZE,
+    SHORT_ROWS_MAX_ROWS_PER_THREAD, SHORT_ROWS_MAX_VECTORS_PER_LANE, SHORT_ROWS_MIN_BLOCKS_PER_SM,
+    SHORT_ROWS_STAGE_ALIGN, SHORT_ROWS_STAGE_BYTES, SHORT_ROWS_THREADS,
+    TALL_COLUMNS_MAX_STAGED_PER_THREAD, TALL_COLUMNS_MIN_LOAD_BYTES,
 };
 
 use crate::iter::TensorIterator;
@@ -95,7 +96,8 @@ pub struct ReduceConfig {
     pub num_threads: u32,
     /// Lanes load `input_vec_size` contiguous inputs at once.
     pub vectorize_input: bool,
-    /// Outputs each thread produces (4, 2 or 1).
+    /// Outputs each thread produces (4, 2 or 1; 8 under
+    /// [`Strategy::ShortColumns`]).
     pub output_vec_size: u32,
     /// Width of an input vector load when `vectorize_input`.
     pub input_vec_size: u32,

@@ -80,6 +80,25 @@ pub const TALL_COLUMNS_MAX_STAGED_PER_THREAD: u32 = 8;
 /// lane than at PyTorch's 4, despite the shorter fold.
 pub const TALL_COLUMNS_MIN_LOAD_BYTES: u32 = 8;
 
+/// The widest output vector [`Strategy::ShortColumns`] gives a lane: 16
+/// bytes of 16-bit inputs, as PyTorch's 4 are of 4-byte ones.
+pub const SHORT_COLUMNS_OUTPUT_VEC_SIZE: u32 = 8;
+
+/// The most outputs a lane may take for `signature`, which is also the
+/// widest `reduce_kernel` its compiled module holds: PyTorch's 4, or
+/// [`SHORT_COLUMNS_OUTPUT_VEC_SIZE`] for inputs of at most 2 bytes whose
+/// accumulator is at most 4 bytes. A lane holds `vt0` accumulators for
+/// each of its outputs, so wider accumulators (index pairs, Welford state,
+/// 8-byte sums) would spend on them the registers that keep its loads in
+/// flight.
+pub fn max_output_vec_size(signature: &Signature) -> u32 {
+    if signature.input.size_in_bytes() <= 2 && signature.acc.size_in_bytes() <= 4 {
+        SHORT_COLUMNS_OUTPUT_VEC_SIZE
+    } else {
+        4
+    }
+}
+
 /// How a launch is configured: PyTorch's heuristic as it is, or one of our
 /// branches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -157,6 +176,20 @@ pub enum Strategy {
         /// Outputs a lane (`output_vec_size`), less than PyTorch's.
         output_vec_size: u32,
     },
+    /// PyTorch's plan with more outputs a lane, where each lane reduces
+    /// whole short columns of narrow inputs alone. PyTorch gives a lane 4
+    /// consecutive outputs whatever their size, so a lane of 16-bit inputs
+    /// loads 8 bytes a row; a column of a few rows is then a few 8-byte
+    /// loads and a thread's whole life (`[2, 67108864]` f16 over dim 0 ran
+    /// at half the speed of a plain kernel with 16-byte loads). Here a lane
+    /// takes [`max_output_vec_size`] outputs, 16 bytes of 16-bit inputs
+    /// a load, where the layout allows it and the wider plan still leaves
+    /// each lane its columns whole (no split across lanes, warps or CTAs);
+    /// the rest of the config is the port's on the wider vectors.
+    ShortColumns {
+        /// Outputs a lane (`output_vec_size`), more than PyTorch's.
+        output_vec_size: u32,
+    },
 }
 
 /// Rows, as a percentage of the device's resident warp slots (`sm_count *
@@ -204,8 +237,9 @@ impl ShortRows {
 /// vector loads PyTorch leaves scalar, [`Strategy::RowPerWarp`] where
 /// PyTorch's warps split long rows that are many, [`Strategy::TallColumns`]
 /// where a column reduction's global reduce leaves each thread of a last
-/// CTA many partials, [`Strategy::CtaSplit`] where PyTorch's grid leaves
-/// SMs without a CTA, else PyTorch's.
+/// CTA many partials, [`Strategy::ShortColumns`] where lanes of narrow
+/// inputs reduce short columns alone, [`Strategy::CtaSplit`] where
+/// PyTorch's grid leaves SMs without a CTA, else PyTorch's.
 pub fn choose_strategy(
     iter: &TensorIterator,
     signature: &Signature,
@@ -234,6 +268,9 @@ pub fn choose_strategy(
     }
     if let Some(output_vec_size) = tall_columns(iter, signature, props, pytorch) {
         return Strategy::TallColumns { output_vec_size };
+    }
+    if let Some(output_vec_size) = short_columns(iter, signature, props, pytorch) {
+        return Strategy::ShortColumns { output_vec_size };
     }
     cta_split(pytorch, props).map_or(Strategy::PyTorch, |ctas_per_output| Strategy::CtaSplit {
         ctas_per_output,
@@ -402,6 +439,30 @@ fn tall_columns(
     (config.output_vec_size != pytorch.output_vec_size).then_some(config.output_vec_size)
 }
 
+/// The output vector size of [`Strategy::ShortColumns`] for `pytorch`'s
+/// column reduction: [`max_output_vec_size`] (or the widest the layout
+/// allows below it) where PyTorch's lanes and the wider plan's each reduce
+/// whole columns alone; `None` where that leaves PyTorch's.
+fn short_columns(
+    iter: &TensorIterator,
+    signature: &Signature,
+    props: &DeviceProps,
+    pytorch: &ReduceConfig,
+) -> Option<u32> {
+    let alone = |c: &ReduceConfig| {
+        !c.vectorize_input
+            && !c.should_block_x_reduce()
+            && !c.should_block_y_reduce()
+            && !c.should_global_reduce()
+    };
+    let max = max_output_vec_size(signature);
+    if !alone(pytorch) || pytorch.output_vec_size >= max {
+        return None;
+    }
+    let wide = set_reduce_config_with_output_vec(iter, signature, props, max);
+    (alone(&wide) && wide.output_vec_size > pytorch.output_vec_size).then_some(wide.output_vec_size)
+}
+
 /// Staged partials each thread of a global reduce's last CTA folds
 /// (`combine_staged`): the CTAs of its column, shared by the block's rows,
 /// or by all its threads where the lanes share outputs too. 0 without a
@@ -457,6 +518,9 @@ pub fn configure(
             } else {
                 with_cta_split(without_cta_split(config), ours)
             }
+        }
+        Strategy::ShortColumns { output_vec_size } => {
+            set_reduce_config_with_output_vec(iter, signature, props, output_vec_size)
         }
         Strategy::RowPerWarp => {
             // set_reduce_config's other branch: the warps' input multiplier

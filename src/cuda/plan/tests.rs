@@ -949,3 +949,64 @@ fn kept_dims_run_in_the_input_order_where_pytorch_scatters_its_lanes() {
         );
     }
 }
+
+#[test]
+fn short_columns_take_16_byte_loads_of_narrow_inputs() {
+    // [2, 2^20] f16 over dim 0: PyTorch's 4 outputs a lane (8-byte loads),
+    // block (64, 2) of 128 threads, 2 values a thread, each warp its own
+    // outputs; 8 a lane: at most 512 / 8 = 64 threads, block (32, 2), and
+    // the same 512 outputs a CTA, so grid.x stays 2^20 / 512 = 2048.
+    let shape = [2, 1 << 20];
+    let p = plan(&shape, &contiguous(&shape), 0, &[0], DType::F16);
+    let l = only(&p);
+    assert_eq!(l.strategy, Strategy::ShortColumns { output_vec_size: 8 });
+    let pt = pytorch(&p);
+    assert_eq!(
+        (pt.output_vec_size, pt.grid(), pt.block()),
+        (4, [2048, 1, 1], [64, 2, 1])
+    );
+    assert_eq!((l.nt, l.grid, l.block), (64, [2048, 1, 1], [32, 2, 1]));
+    assert!(!l.config.should_block_y_reduce() && !l.config.should_global_reduce());
+    assert!(p.to_string().contains("ShortColumns"), "{p}");
+
+    // bf16 columns of 16: PyTorch's block (32, 4), 16 values a thread,
+    // under its warp split threshold of 4 · 16 = 64.
+    let shape = [16, 1 << 20];
+    let p = plan(&shape, &contiguous(&shape), 0, &[0], DType::BF16);
+    assert_eq!(
+        only(&p).strategy,
+        Strategy::ShortColumns { output_vec_size: 8 }
+    );
+
+    // Kept as PyTorch plans them: 4-byte inputs (already 16-byte loads), a
+    // view starting 4 elements into its row (vectors of 4 at most), and
+    // columns long enough for PyTorch's warps to share them.
+    for (shape, strides, offset, dtype) in [
+        (vec![2, 1 << 20], contiguous(&[2, 1 << 20]), 0, DType::F32),
+        (vec![2, 1024], vec![1028, 1], 4, DType::F16),
+        (
+            vec![128, 1 << 16],
+            contiguous(&[128, 1 << 16]),
+            0,
+            DType::F16,
+        ),
+    ] {
+        let p = plan(&shape, &strides, offset, &[0], dtype);
+        assert!(
+            !matches!(only(&p).strategy, Strategy::ShortColumns { .. }),
+            "{shape:?} {dtype}: {:?}",
+            only(&p).strategy
+        );
+    }
+
+    // Which signatures have the 8-output kernel: narrow inputs with
+    // accumulators of at most 4 bytes.
+    let widest =
+        |op: ReduceOp, dtype: DType| max_output_vec_size(&op.signature(dtype, None).unwrap());
+    assert_eq!(widest(ReduceOp::Sum, DType::F16), 8);
+    assert_eq!(widest(ReduceOp::AMax, DType::BF16), 8);
+    assert_eq!(widest(ReduceOp::Sum, DType::F32), 4);
+    assert_eq!(widest(ReduceOp::Sum, DType::U8), 4); // accumulates in i64
+    assert_eq!(widest(ReduceOp::ArgMax, DType::F16), 4); // value and index
+    assert_eq!(widest(ReduceOp::Var, DType::F16), 4); // Welford state
+}
