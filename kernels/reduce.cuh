@@ -689,9 +689,10 @@ struct ReduceOp {
 
     // vt0 independent accumulators remove the dependency between unrolled
     // loads. Lanes of more than PyTorch's 4 outputs (the ShortColumns
-    // strategy: short columns, few loads a lane) fold into one instead: the
-    // loads are in flight either way, and vt0 sets of 8 accumulators took
-    // the registers that keep more lanes resident.
+    // strategy: short columns, few loads a lane) fold into one set instead:
+    // the loads are in flight either way, and under that kernel's register
+    // budget (kShortColumnsRegisters) vt0 sets of 8 spilled 24 to 120
+    // bytes a thread to local memory, where one set spills nothing.
     constexpr int accumulators = output_vec_size > 4 ? 1 : vt0;
     arg_vec_t value_list[accumulators];
 #pragma unroll

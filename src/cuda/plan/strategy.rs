@@ -87,10 +87,10 @@ pub const SHORT_COLUMNS_OUTPUT_VEC_SIZE: u32 = 8;
 /// The most outputs a lane may take for `signature`, which is also the
 /// widest `reduce_kernel` its compiled module holds: PyTorch's 4, or
 /// [`SHORT_COLUMNS_OUTPUT_VEC_SIZE`] for inputs of at most 2 bytes whose
-/// accumulator is at most 4 bytes. A lane holds `vt0` accumulators for
-/// each of its outputs, so wider accumulators (index pairs, Welford state,
-/// 8-byte sums) would spend on them the registers that keep its loads in
-/// flight.
+/// accumulator is at most 4 bytes. A lane holds an accumulator for each of
+/// its outputs (one set in the 8-output kernel, not `vt0`), so wider ones
+/// (index pairs, Welford state, 8-byte sums) would spend on them the
+/// registers that keep its loads in flight.
 pub fn max_output_vec_size(signature: &Signature) -> u32 {
     if signature.input.size_in_bytes() <= 2 && signature.acc.size_in_bytes() <= 4 {
         SHORT_COLUMNS_OUTPUT_VEC_SIZE
