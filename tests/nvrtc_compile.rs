@@ -1,6 +1,8 @@
 //! Compiles every `reduce_kernel` instantiation the entry points can ask
-//! for (every op's signatures) through NVRTC for sm_90, and one per op for
-//! sm_80, with no GPU needed.
+//! for (every op's signatures) through NVRTC to PTX for compute_90, and the
+//! first signature of each op down to machine code for sm_90 and sm_80, with
+//! no GPU needed. (The GPU machine's test runs compile every module to
+//! machine code for its own architecture first.)
 //!
 //! The tests are ignored by default, so that a machine without libnvrtc
 //! shows them as ignored rather than passed. Run them with
@@ -45,14 +47,17 @@ fn every_instantiation_compiles() {
     require_nvrtc("every_instantiation_compiles");
     private_cache_dir();
     println!("NVRTC {:?}", cuda::nvrtc_version().unwrap());
-    // Every signature for the architecture the GPU machine has; the first
-    // of each op for sm_80 too, which keeps CI's compile time in check
-    // while still catching code that needs Hopper.
-    let mut jobs: Vec<(Signature, (u32, u32))> = Vec::new();
+    // Every signature to PTX for the architecture the GPU machine has
+    // (NVRTC's front end and NVVM, where template and type errors show);
+    // the first of each op to machine code (ptxas too) for it and for sm_80,
+    // which catches code that needs Hopper. Machine code for every
+    // signature took a third longer, most of CI's time.
+    let mut jobs: Vec<(Signature, (u32, u32), bool)> = Vec::new();
     for op in ReduceOp::ALL {
         let sigs = op.all_signatures();
-        jobs.push((sigs[0], (8, 0)));
-        jobs.extend(sigs.into_iter().map(|s| (s, (9, 0))));
+        jobs.push((sigs[0], (8, 0), true));
+        jobs.push((sigs[0], (9, 0), true));
+        jobs.extend(sigs.into_iter().map(|s| (s, (9, 0), false)));
     }
     assert!(jobs.len() > DType::ALL.len() * DType::ALL.len());
     let next = AtomicUsize::new(0);
@@ -65,25 +70,37 @@ fn every_instantiation_compiles() {
         for _ in 0..threads {
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&(spec, arch)) = jobs.get(i) else {
+                let Some(&(spec, arch, machine_code)) = jobs.get(i) else {
                     break;
                 };
-                match kernel::compile(&spec, arch) {
-                    Ok(k) => {
-                        assert_eq!(k.lowered_names.len(), kernel::name_expressions(&spec).len());
-                        assert!(
-                            k.cubin.len() > 1000,
-                            "{} sm_{}{}: tiny cubin",
-                            kernel::label(&spec),
-                            arch.0,
-                            arch.1
-                        );
+                let compiled = if machine_code {
+                    kernel::compile(&spec, arch).map(|k| {
                         // A cubin is an ELF image.
                         assert_eq!(&k.cubin[..4], b"\x7fELF");
+                        assert!(k.cubin.len() > 1000, "{}: tiny cubin", kernel::label(&spec));
+                        k.lowered_names
+                    })
+                } else {
+                    kernel::compile_ptx(&spec, arch).map(|k| {
+                        // Every kernel is an entry of the PTX module.
+                        for name in &k.lowered_names {
+                            assert!(
+                                k.ptx.contains(&format!(".entry {name}(")),
+                                "{}: no entry {name} in the PTX",
+                                kernel::label(&spec)
+                            );
+                        }
+                        k.lowered_names
+                    })
+                };
+                match compiled {
+                    Ok(names) => {
+                        assert_eq!(names.len(), kernel::name_expressions(&spec).len());
                     }
                     Err(e) => failures.lock().unwrap().push(format!(
-                        "{} sm_{}{}: {e}",
+                        "{} {}_{}{}: {e}",
                         kernel::label(&spec),
+                        if machine_code { "sm" } else { "compute" },
                         arch.0,
                         arch.1
                     )),
@@ -99,11 +116,12 @@ fn every_instantiation_compiles() {
         jobs.len(),
         failures.join("\n\n")
     );
+    let machine_code = jobs.iter().filter(|j| j.2).count();
     println!(
-        "compiled {} modules ({} kernels)",
+        "compiled {} modules ({} kernels), {machine_code} of them to machine code",
         jobs.len(),
         jobs.iter()
-            .map(|(spec, _)| kernel::name_expressions(spec).len())
+            .map(|(spec, _, _)| kernel::name_expressions(spec).len())
             .sum::<usize>()
     );
 }

@@ -6,8 +6,9 @@
 //! run is copied with a plain device-to-device copy instead.
 
 use super::kernel::{self, disk_cache, fnv1a64, CompiledKernel};
+use super::nvrtc::{self, Image};
 use super::params::MAX_DIMS;
-use super::{driver_error, nvrtc, CudaStorage};
+use super::{driver_error, CudaStorage};
 use crate::tensor::Tensor;
 use crate::{Error, Result};
 use cudarc::driver::{CudaFunction, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
@@ -88,9 +89,9 @@ pub fn compile_copy_kernel(arch: (u32, u32)) -> Result<CompiledKernel> {
     if let Some(hit) = disk_cache::load(&key) {
         return Ok(hit);
     }
-    let c = nvrtc::compile_cubin("strided_copy", &source, &options, &exprs)?;
+    let c = nvrtc::compile("strided_copy", &source, &options, &exprs, Image::Cubin)?;
     let compiled = CompiledKernel {
-        cubin: c.cubin,
+        cubin: c.image,
         lowered_names: c.lowered_names,
     };
     disk_cache::store(&key, &compiled);

@@ -1,7 +1,7 @@
 //! A thin NVRTC layer on `cudarc::nvrtc`'s raw bindings: compile to a cubin
-//! for one real architecture (no PTX JIT at load time) and look up the
-//! lowered names of template instantiations (cudarc's safe API offers
-//! neither).
+//! for one real architecture (no PTX JIT at load time), or to PTX only, and
+//! look up the lowered names of template instantiations (cudarc's safe API
+//! offers neither).
 
 use crate::{Error, Result};
 use cudarc::nvrtc::{result, sys};
@@ -37,14 +37,23 @@ fn require_nvrtc() -> Result<()> {
     }
 }
 
-/// A compiled program: a cubin and the lowered (mangled) name of each
-/// requested name expression, in request order.
+/// A compiled program: its image (a cubin, or PTX text) and the lowered
+/// (mangled) name of each requested name expression, in request order.
 pub(crate) struct Compiled {
-    pub cubin: Vec<u8>,
+    pub image: Vec<u8>,
     pub lowered_names: Vec<String>,
 }
 
-/// Destroys the program on every path out of [`compile_cubin`].
+/// What a compile produces: machine code for a real architecture
+/// (`--gpu-architecture=sm_XY`, NVVM then ptxas), or PTX for a virtual
+/// one (`compute_XY`, NVVM only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Image {
+    Cubin,
+    Ptx,
+}
+
+/// Destroys the program on every path out of [`compile`].
 struct Program(sys::nvrtcProgram);
 
 impl Drop for Program {
@@ -61,12 +70,15 @@ fn nvrtc_err(kernel: &str, what: &str, e: impl std::fmt::Debug) -> Error {
     }
 }
 
-/// Compiles `src` with `options` and instantiates `name_expressions`.
-pub(crate) fn compile_cubin(
+/// Compiles `src` with `options` (whose architecture must be real for
+/// [`Image::Cubin`], virtual for [`Image::Ptx`]) and instantiates
+/// `name_expressions`.
+pub(crate) fn compile(
     program_name: &str,
     src: &str,
     options: &[String],
     name_expressions: &[String],
+    image: Image,
 ) -> Result<Compiled> {
     require_nvrtc()?;
     let c_src = CString::new(src).map_err(|e| nvrtc_err(program_name, "source", e))?;
@@ -102,16 +114,26 @@ pub(crate) fn compile_cubin(
             log: format!("{e:?} with options {options:?}:\n{log}"),
         });
     }
+    let (get_size, get) = match image {
+        Image::Cubin => ("nvrtcGetCUBINSize", "nvrtcGetCUBIN"),
+        Image::Ptx => ("nvrtcGetPTXSize", "nvrtcGetPTX"),
+    };
     let mut size = 0usize;
     // SAFETY: live, compiled program; valid out-pointer.
-    unsafe { sys::nvrtcGetCUBINSize(prog.0, &mut size) }
-        .result()
-        .map_err(|e| nvrtc_err(program_name, "nvrtcGetCUBINSize", e))?;
-    let mut cubin = vec![0u8; size];
+    match image {
+        Image::Cubin => unsafe { sys::nvrtcGetCUBINSize(prog.0, &mut size) },
+        Image::Ptx => unsafe { sys::nvrtcGetPTXSize(prog.0, &mut size) },
+    }
+    .result()
+    .map_err(|e| nvrtc_err(program_name, get_size, e))?;
+    let mut bytes = vec![0u8; size];
     // SAFETY: the buffer holds `size` bytes, as NVRTC asked for.
-    unsafe { sys::nvrtcGetCUBIN(prog.0, cubin.as_mut_ptr() as *mut _) }
-        .result()
-        .map_err(|e| nvrtc_err(program_name, "nvrtcGetCUBIN", e))?;
+    match image {
+        Image::Cubin => unsafe { sys::nvrtcGetCUBIN(prog.0, bytes.as_mut_ptr() as *mut _) },
+        Image::Ptx => unsafe { sys::nvrtcGetPTX(prog.0, bytes.as_mut_ptr() as *mut _) },
+    }
+    .result()
+    .map_err(|e| nvrtc_err(program_name, get, e))?;
     let mut lowered_names = Vec::with_capacity(c_exprs.len());
     for expr in &c_exprs {
         let mut lowered: *const std::ffi::c_char = std::ptr::null();
@@ -128,7 +150,7 @@ pub(crate) fn compile_cubin(
         );
     }
     Ok(Compiled {
-        cubin,
+        image: bytes,
         lowered_names,
     })
 }

@@ -136,11 +136,52 @@ pub fn source() -> String {
 
 /// NVRTC options for `arch` = (major, minor).
 pub fn options(arch: (u32, u32)) -> Vec<String> {
+    options_for(format!("sm_{}{}", arch.0, arch.1))
+}
+
+/// NVRTC options for the named architecture (`sm_90`, `compute_90`).
+fn options_for(architecture: String) -> Vec<String> {
     vec![
-        format!("--gpu-architecture=sm_{}{}", arch.0, arch.1),
+        format!("--gpu-architecture={architecture}"),
         "-std=c++17".into(),
         "--device-as-default-execution-space".into(),
     ]
+}
+
+/// Compiles the kernels of `sig` to PTX for `arch`'s virtual architecture
+/// (`compute_XY`), bypassing the disk cache: everything NVRTC's front end
+/// and NVVM check (templates, types, the layout asserts) short of ptxas's
+/// machine code, in about two thirds of [`compile`]'s time. Nothing loads
+/// this PTX; it is how the compile test covers every signature, beside
+/// machine code for one signature per op.
+pub fn compile_ptx(sig: &Signature, arch: (u32, u32)) -> Result<CompiledPtx> {
+    validate(sig)?;
+    let options = options_for(format!("compute_{}{}", arch.0, arch.1));
+    let Compiled {
+        image,
+        lowered_names,
+    } = nvrtc::compile(
+        &label(sig),
+        &source(),
+        &options,
+        &name_expressions(sig),
+        nvrtc::Image::Ptx,
+    )?;
+    Ok(CompiledPtx {
+        ptx: String::from_utf8_lossy(&image)
+            .trim_end_matches('\0')
+            .to_string(),
+        lowered_names,
+    })
+}
+
+/// A module compiled to PTX ([`compile_ptx`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompiledPtx {
+    /// The PTX text.
+    pub ptx: String,
+    /// Mangled kernel names, in [`name_expressions`]' order.
+    pub lowered_names: Vec<String>,
 }
 
 /// Compiles the kernels of `sig` for `arch` through the on-disk cache,
@@ -161,11 +202,11 @@ pub fn compile(sig: &Signature, arch: (u32, u32)) -> Result<CompiledKernel> {
         return Ok(hit);
     }
     let Compiled {
-        cubin,
+        image,
         lowered_names,
-    } = nvrtc::compile_cubin(&label(sig), &source, &options, &exprs)?;
+    } = nvrtc::compile(&label(sig), &source, &options, &exprs, nvrtc::Image::Cubin)?;
     let compiled = CompiledKernel {
-        cubin,
+        cubin: image,
         lowered_names,
     };
     disk_cache::store(&key, &compiled);
