@@ -368,8 +368,8 @@ pub(super) fn set_reduce_config_vectorizing_dims(
 /// `setReduceConfig` with at most `max_output_vec_size` outputs a lane
 /// where it vectorises along the output: the config of
 /// [`super::Strategy::TallColumns`] (fewer than PyTorch's 4) and of
-/// [`super::Strategy::ShortColumns`] (more). Every other decision is the port's,
-/// made on the narrower vectors (so the block, the grid and the CTA split
+/// [`super::Strategy::ShortColumns`] (more). Every other decision is the
+/// port's, made on those vectors (so the block, the grid and the CTA split
 /// follow from them).
 pub(super) fn set_reduce_config_with_output_vec(
     iter: &TensorIterator,
