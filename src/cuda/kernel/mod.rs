@@ -151,7 +151,8 @@ fn options_for(architecture: String) -> Vec<String> {
 /// Compiles the kernels of `sig` to PTX for `arch`'s virtual architecture
 /// (`compute_XY`), bypassing the disk cache: everything NVRTC's front end
 /// and NVVM check (templates, types, the layout asserts) short of ptxas's
-/// machine code, in about two thirds of [`compile`]'s time. Nothing loads
+/// machine code, in about a fifth of [`compile`]'s time across the
+/// signatures (ptxas is most of it for the unrolled kernels). Nothing loads
 /// this PTX; it is how the compile test covers every signature, beside
 /// machine code for one signature per op.
 pub fn compile_ptx(sig: &Signature, arch: (u32, u32)) -> Result<CompiledPtx> {
