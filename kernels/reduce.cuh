@@ -113,6 +113,9 @@ constexpr int kMaxRowsPerThread = 8;
 constexpr int kShortRowsThreads = 256;
 constexpr int kShortRowsMinBlocksPerSm = 4;
 constexpr int kShortRowsStageAlign = 16;
+// The most outputs a lane takes in PyTorch's plan (get_output_vec_size's
+// 4); wider lanes are the ShortColumns strategy's.
+constexpr int kPyTorchMaxOutputVecSize = 4;
 
 // reduce_kernel's register budget. PyTorch budgets 4 resident blocks per SM
 // (C10_LAUNCH_BOUNDS_2(nt, 4)), which leaves 32 registers a thread at 512
@@ -693,7 +696,7 @@ struct ReduceOp {
     // the loads are in flight either way, and under that kernel's register
     // budget (kShortColumnsRegisters) vt0 sets of 8 spilled 24 to 120
     // bytes a thread to local memory, where one set spills nothing.
-    constexpr int accumulators = output_vec_size > 4 ? 1 : vt0;
+    constexpr int accumulators = output_vec_size > kPyTorchMaxOutputVecSize ? 1 : vt0;
     arg_vec_t value_list[accumulators];
 #pragma unroll
     for (int i = 0; i < accumulators; i++) {
@@ -933,8 +936,8 @@ struct ReduceOp {
 constexpr int kShortColumnsRegisters = 64;
 template <int nt, int output_vec_size, typename R>
 __device__ constexpr int reduce_kernel_min_blocks_per_sm() {
-  return output_vec_size > 4 ? kRegistersPerSm / (nt * kShortColumnsRegisters)
-                             : R::template min_blocks_per_sm<nt>();
+  return output_vec_size > kPyTorchMaxOutputVecSize ? kRegistersPerSm / (nt * kShortColumnsRegisters)
+                                                    : R::template min_blocks_per_sm<nt>();
 }
 
 // PyTorch's C10_LAUNCH_BOUNDS_2(nt, 4): at most nt threads per block, and

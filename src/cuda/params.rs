@@ -281,6 +281,10 @@ pub(crate) fn layout_asserts() -> String {
         crate::cuda::plan::SHORT_ROWS_MIN_BLOCKS_PER_SM as usize,
     );
     check(
+        "kPyTorchMaxOutputVecSize",
+        crate::cuda::plan::PYTORCH_MAX_OUTPUT_VEC_SIZE as usize,
+    );
+    check(
         "kShortRowsStageAlign",
         crate::cuda::plan::SHORT_ROWS_STAGE_ALIGN as usize,
     );

@@ -311,8 +311,14 @@ pub fn target_grid_size(props: &DeviceProps, num_threads: u32) -> u32 {
 /// byte offset from a 256-byte-aligned storage base, so a view that starts
 /// mid-vector (e.g. `narrow` by one element) loses output vectorization.
 pub fn get_output_vec_size(iter: &TensorIterator, scalar_size: u64) -> u32 {
-    output_vec_size_up_to(iter, scalar_size, 4)
+    output_vec_size_up_to(iter, scalar_size, PYTORCH_MAX_OUTPUT_VEC_SIZE)
 }
+
+/// The most outputs a lane takes in PyTorch's plan: where
+/// `get_output_vec_size` starts, and the widest `reduce_kernel` its host
+/// switches over (`kPyTorchMaxOutputVecSize` in the kernels, checked equal
+/// in the generated source).
+pub const PYTORCH_MAX_OUTPUT_VEC_SIZE: u32 = 4;
 
 /// [`get_output_vec_size`] starting from `max_vec_size` (a power of two)
 /// instead of PyTorch's 4: the widest output vector that divides the same
@@ -399,7 +405,7 @@ struct Loads {
 impl Loads {
     const PYTORCH: Loads = Loads {
         several_reduced_dims: false,
-        max_output_vec_size: 4,
+        max_output_vec_size: PYTORCH_MAX_OUTPUT_VEC_SIZE,
     };
 }
 

@@ -310,13 +310,15 @@ fn write_launch(
     if let (Strategy::ShortColumns { output_vec_size }, Some(pt)) =
         (launch.strategy, &launch.pytorch_config)
     {
+        // Loads of at most 8 elements of at most 8 bytes: no overflow.
+        let load_bytes = |outputs: u32| outputs * plan.signature.input.size_in_bytes() as u32;
         writeln!(
             f,
             "    - ours: PyTorch's {} outputs a lane load {} B a row, and each lane reduces its columns of {} alone → {output_vec_size} a lane ({} B loads): block ({}, {}), grid.x = {}",
             pt.output_vec_size,
-            pt.output_vec_size * plan.signature.input.size_in_bytes() as u32,
+            load_bytes(pt.output_vec_size),
             c.num_inputs,
-            output_vec_size * plan.signature.input.size_in_bytes() as u32,
+            load_bytes(output_vec_size),
             c.block_width,
             c.block_height,
             launch.grid[0],

@@ -23,7 +23,7 @@ mod tests;
 
 pub use config::{
     div_up, get_output_vec_size, last_pow2, set_reduce_config, Decisions, BLOCK_X, BLOCK_Y, CTA,
-    MAX_VALUES_PER_THREAD, MIN_VALUES_PER_THREAD,
+    MAX_VALUES_PER_THREAD, MIN_VALUES_PER_THREAD, PYTORCH_MAX_OUTPUT_VEC_SIZE,
 };
 pub use strategy::{
     choose_strategy, configure, max_output_vec_size, ShortRows, Strategy,

@@ -8,7 +8,7 @@
 
 use super::config::{
     div_up, set_reduce_config_vectorizing_dims, set_reduce_config_with_output_vec,
-    target_grid_size, BLOCK_Y, CTA, MIN_VALUES_PER_THREAD,
+    target_grid_size, BLOCK_Y, CTA, MIN_VALUES_PER_THREAD, PYTORCH_MAX_OUTPUT_VEC_SIZE,
 };
 use super::{DeviceProps, ReduceConfig};
 use crate::iter::TensorIterator;
@@ -95,7 +95,7 @@ pub fn max_output_vec_size(signature: &Signature) -> u32 {
     if signature.input.size_in_bytes() <= 2 && signature.acc.size_in_bytes() <= 4 {
         SHORT_COLUMNS_OUTPUT_VEC_SIZE
     } else {
-        4
+        PYTORCH_MAX_OUTPUT_VEC_SIZE
     }
 }
 
