@@ -6,7 +6,9 @@
 //! count, and asks the trees' own `Layout` which loop shape runs, so the
 //! explanation cannot drift from the backend.
 
-use super::tree::{tile_width, Layout, LEAF, OUTER_LEAF_ROWS, PARALLEL_GRAIN, REGISTER_TILE};
+use super::tree::{
+    threads_split_rows, tile_width, Layout, LEAF, OUTER_LEAF_ROWS, PARALLEL_GRAIN, REGISTER_TILE,
+};
 use crate::iter::TensorIterator;
 use crate::reduce::{ReduceDims, ReduceOp, Signature};
 use crate::{Result, Tensor};
@@ -57,6 +59,9 @@ pub enum CpuStrategy {
         rows: usize,
         /// Input rows a tile adds sequentially at the bottom of its tree.
         leaf_rows: usize,
+        /// Whether the threads split the input rows (each tile as wide as
+        /// it may be) rather than the columns.
+        threads_split_rows: bool,
     },
 }
 
@@ -127,12 +132,13 @@ impl CpuPlan {
         } else if layout.is_outer() {
             let width = output_dims[0].0;
             let rows = num_outputs / width;
-            let tile = tile_width(width, rows, esize as usize, threads);
+            let tile = tile_width(width, rows, inputs_per_output, esize as usize, threads);
             CpuStrategy::Outer {
                 tile,
                 tiles_per_row: width.div_ceil(tile),
                 rows,
                 leaf_rows: OUTER_LEAF_ROWS,
+                threads_split_rows: threads_split_rows(inputs_per_output, threads),
             }
         } else {
             CpuStrategy::Inner {
@@ -223,6 +229,7 @@ impl fmt::Display for CpuPlan {
                 tiles_per_row,
                 rows,
                 leaf_rows,
+                threads_split_rows,
             } => {
                 writeln!(
                     f,
@@ -237,6 +244,15 @@ impl fmt::Display for CpuPlan {
                     f,
                     "  pairwise tree over rows: leaves of {leaf_rows} rows; subtrees under {} elements stay on one thread",
                     2 * self.parallel_grain
+                )?;
+                writeln!(
+                    f,
+                    "  the threads split {}",
+                    if *threads_split_rows {
+                        "the input rows (enough leaves for each), so each reads whole rows"
+                    } else {
+                        "the columns (too few input rows for each to take leaves of its own)"
+                    }
                 )
             }
         }
@@ -305,7 +321,8 @@ mod tests {
                 tile: 16384,
                 tiles_per_row: 3,
                 rows: 1,
-                leaf_rows: 128
+                leaf_rows: 128,
+                threads_split_rows: false,
             }
         );
         // A transposed row sum is a column sum of the storage.
@@ -316,7 +333,8 @@ mod tests {
                 tile: 64,
                 tiles_per_row: 1,
                 rows: 1,
-                leaf_rows: 128
+                leaf_rows: 128,
+                threads_split_rows: true,
             }
         );
         // Reducing the outer and inner dims: each output's slice is strided.
@@ -402,7 +420,8 @@ mod tests {
                 tile: 1024,
                 tiles_per_row: 1,
                 rows: 16,
-                leaf_rows: 128
+                leaf_rows: 128,
+                threads_split_rows: false,
             }
         );
         assert!(p.to_string().contains("input's order of the kept dims"));
