@@ -6,7 +6,7 @@
 #[cfg(target_arch = "x86_64")]
 use super::element::CpuElement;
 #[cfg(target_arch = "x86_64")]
-use super::element::{accumulate_lanes_by8, accumulate_row_by8, fold_columns_by8};
+use super::element::{accumulate_lanes_by8, accumulate_row_by8, fold_columns_by8, ROWS_PER_PASS};
 #[cfg(target_arch = "x86_64")]
 use super::ops::{Compute, ReduceOps};
 use crate::f16;
@@ -163,15 +163,17 @@ pub(super) unsafe fn fold_columns_f16c<W: Compute, R: ReduceOps<W>>(
     op: &R,
     acc: &mut [R::Acc],
 ) {
-    fold_columns_by8(
-        rows,
-        first,
-        op,
-        acc,
-        // SAFETY: this function's features are the ones it needs.
-        |c| unsafe { f16x8_widen_f16c(c) },
-        f16::widen,
-    );
+    // SAFETY: this function's features are the ones it needs.
+    let widen8 = |c: &[f16; 8]| unsafe { f16x8_widen_f16c(c) };
+    // A pass's rows as an array: with their number known, the row loop
+    // unrolls into one straight run of loads (as in the other types'
+    // passes, compiled inline where the rows are an array). Through a loop
+    // over a slice, 4096 rows of 32768 f16 read from memory took 22 ms
+    // against 12.5 on one thread of the 2-core machine (bf16: 12.5).
+    match <&[&[f16]; ROWS_PER_PASS]>::try_from(rows) {
+        Ok(rows) => fold_columns_by8(rows, first, op, acc, widen8, f16::widen),
+        Err(_) => fold_columns_by8(rows, first, op, acc, widen8, f16::widen),
+    }
 }
 
 /// One f16 input row folded into a column tile's accumulators
