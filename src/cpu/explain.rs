@@ -6,6 +6,7 @@
 //! count, and asks the trees' own `Layout` which loop shape runs, so the
 //! explanation cannot drift from the backend.
 
+use super::runs;
 use super::tree::{
     threads_split_rows, tile_width, Layout, LEAF, OUTER_LEAF_ROWS, PARALLEL_GRAIN, REGISTER_TILE,
 };
@@ -27,6 +28,14 @@ pub enum CpuStrategy {
         outputs_per_block: usize,
         /// Whether each output's slice is one contiguous run (a row sum).
         contiguous_rows: bool,
+    },
+    /// Inner reductions whose inputs are several contiguous runs far apart
+    /// (channel statistics): each task reads a block of outputs run by
+    /// run, every output's piece of one run before the next run, then
+    /// combines each output's leaves in its tree's shape.
+    Runs {
+        /// Outputs one parallel task computes.
+        outputs_per_block: usize,
     },
     /// One input per output (nothing but size-1 dims reduced), along one
     /// output dim: each task casts a block of inputs through the functor.
@@ -140,6 +149,8 @@ impl CpuPlan {
                 leaf_rows: OUTER_LEAF_ROWS,
                 threads_split_rows: threads_split_rows(inputs_per_output, threads),
             }
+        } else if let Some(outputs_per_block) = runs::outputs_per_block(&layout, threads) {
+            CpuStrategy::Runs { outputs_per_block }
         } else {
             CpuStrategy::Inner {
                 outputs_per_block,
@@ -192,6 +203,10 @@ impl fmt::Display for CpuPlan {
             CpuStrategy::Empty => writeln!(
                 f,
                 "  empty input: nothing runs (the op's empty rule gives the result)"
+            ),
+            CpuStrategy::Runs { outputs_per_block } => writeln!(
+                f,
+                "  strategy: strided runs; blocks of {outputs_per_block} outputs read run by run (each output's piece of a run, then the next run), each output's leaves then combined in its tree's shape"
             ),
             CpuStrategy::Inner {
                 outputs_per_block,
@@ -337,14 +352,15 @@ mod tests {
                 threads_split_rows: true,
             }
         );
-        // Reducing the outer and inner dims: each output's slice is strided.
+        // Reducing the outer and inner dims: each output's inputs are runs
+        // one outer step apart, read run by run in blocks of outputs (half
+        // of them a block, for two blocks a thread).
         let strided = plan(&[8, 16, 32], &[0, 2], false);
         assert_eq!(strided.reduce_dims, vec![(32, 1), (8, 512)]);
         assert_eq!(
             strided.strategy,
-            CpuStrategy::Inner {
-                outputs_per_block: 256,
-                contiguous_rows: false
+            CpuStrategy::Runs {
+                outputs_per_block: 8
             }
         );
         // Rows of at most a leaf: the short-rows loop, end to end or with

@@ -20,6 +20,7 @@ mod ops;
 mod order;
 mod outputs;
 mod pool;
+mod runs;
 mod simd;
 mod tree;
 mod welford;

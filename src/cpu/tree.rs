@@ -21,6 +21,7 @@ use super::isa::dispatch;
 use super::ops::{Compute, ReduceOps};
 use super::outputs::{par_blocks, Outputs, Written};
 use super::pool::on_pool;
+use super::runs::{outputs_per_block, reduce_by_runs};
 use crate::iter::TensorIterator;
 
 /// Elements summed sequentially (over 8 lanes) at the bottom of the pairwise tree.
@@ -46,12 +47,14 @@ pub(super) const PARALLEL_GRAIN: usize = 1 << 16;
 /// The iterator in element units, split into its reduced and output parts.
 pub(super) struct Layout {
     /// (size, input stride in elements) of the reduced dims, fastest first.
-    reduce: Vec<(usize, usize)>,
+    pub(super) reduce: Vec<(usize, usize)>,
     /// (size, input stride in elements) of the output dims, fastest first.
-    output: Vec<(usize, usize)>,
-    base: usize,
-    num_outputs: usize,
-    num_inputs: usize,
+    pub(super) output: Vec<(usize, usize)>,
+    /// The input's first element.
+    pub(super) base: usize,
+    pub(super) num_outputs: usize,
+    /// Inputs per output.
+    pub(super) num_inputs: usize,
 }
 
 impl Layout {
@@ -183,6 +186,9 @@ fn reduce_inner<T: CpuElement, W: Compute, R: ReduceOps<W>>(
             })
         });
     }
+    if let Some(block) = outputs_per_block(l, rayon::current_num_threads()) {
+        return reduce_by_runs(data, l, op, out, block);
+    }
     // Outputs in blocks of `grain`, each block walking its outputs with a
     // running offset: with many short rows, a division per output dim per
     // output would cost more than the row itself.
@@ -297,20 +303,7 @@ fn inner_tree<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     op: &R,
 ) -> R::Acc {
     if hi - lo <= LEAF {
-        let (n0, s0) = dims[0];
-        let lanes = if s0 == 1 && lo / n0 == (hi - 1) / n0 {
-            // The leaf lies within one contiguous run (channel statistics'
-            // planes, split into leaves): the contiguous leaf, whose lanes
-            // are the same as one run of the strided leaf's.
-            let start = base + Layout::offset(dims, lo);
-            leaf_lanes(&data[start..start + (hi - lo)], lo, op)
-        } else {
-            // Not dispatched: with AVX2, channel statistics (runs of a
-            // leaf through this loop) ran 1.5-1.8x slower on the 16-core
-            // host.
-            strided_leaf(data, base, dims, lo, hi, op)
-        };
-        return combine_lanes(op, &lanes);
+        return leaf_value(data, base, dims, lo, hi, op);
     }
     let mid = lo + split_point(hi - lo);
     let (a, b) = maybe_join(
@@ -319,6 +312,33 @@ fn inner_tree<T: CpuElement, W: Compute, R: ReduceOps<W>>(
         || inner_tree(data, base, dims, mid, hi, op),
     );
     op.combine(a, b)
+}
+
+/// The value of the leaf of reduce indices `lo..hi` (at most [`LEAF`]) of
+/// a (possibly multi-dim, strided) reduce space.
+#[inline(always)]
+pub(super) fn leaf_value<T: CpuElement, W: Compute, R: ReduceOps<W>>(
+    data: &[T],
+    base: usize,
+    dims: &[(usize, usize)],
+    lo: usize,
+    hi: usize,
+    op: &R,
+) -> R::Acc {
+    let (n0, s0) = dims[0];
+    let lanes = if s0 == 1 && lo / n0 == (hi - 1) / n0 {
+        // The leaf lies within one contiguous run (channel statistics'
+        // planes, split into leaves): the contiguous leaf, whose lanes
+        // are the same as one run of the strided leaf's.
+        let start = base + Layout::offset(dims, lo);
+        leaf_lanes(&data[start..start + (hi - lo)], lo, op)
+    } else {
+        // Not dispatched: with AVX2, channel statistics (runs of a
+        // leaf through this loop) ran 1.5-1.8x slower on the 16-core
+        // host.
+        strided_leaf(data, base, dims, lo, hi, op)
+    };
+    combine_lanes(op, &lanes)
 }
 
 /// The lanes of reduce indices `lo..hi` (at most a leaf) of a multi-dim
@@ -569,7 +589,7 @@ fn narrow_column_leaf<'a, const N: usize, T: CpuElement, W: Compute, R: ReduceOp
 
 /// Where the pairwise tree splits `n` elements: the half, rounded to a
 /// multiple of 8 lanes so leaves stay aligned with one another.
-fn split_point(n: usize) -> usize {
+pub(super) fn split_point(n: usize) -> usize {
     ((n / 2) & !7).max(1)
 }
 
