@@ -149,7 +149,7 @@ impl CpuPlan {
                 leaf_rows: OUTER_LEAF_ROWS,
                 threads_split_rows: threads_split_rows(inputs_per_output, threads),
             }
-        } else if let Some(outputs_per_block) = runs::outputs_per_block(&layout, threads) {
+        } else if let Some(outputs_per_block) = runs::outputs_per_block(&layout, esize as usize) {
             CpuStrategy::Runs { outputs_per_block }
         } else {
             CpuStrategy::Inner {
@@ -353,14 +353,14 @@ mod tests {
             }
         );
         // Reducing the outer and inner dims: each output's inputs are runs
-        // one outer step apart, read run by run in blocks of outputs (half
-        // of them a block, for two blocks a thread).
+        // one outer step apart, read run by run in blocks of outputs (all
+        // 16 of them: their runs together are far from 64 KiB).
         let strided = plan(&[8, 16, 32], &[0, 2], false);
         assert_eq!(strided.reduce_dims, vec![(32, 1), (8, 512)]);
         assert_eq!(
             strided.strategy,
             CpuStrategy::Runs {
-                outputs_per_block: 8
+                outputs_per_block: 16
             }
         );
         // Rows of at most a leaf: the short-rows loop, end to end or with

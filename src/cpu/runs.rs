@@ -19,31 +19,34 @@
 use super::element::CpuElement;
 use super::ops::{Compute, ReduceOps};
 use super::outputs::{par_blocks, Outputs, Written};
-use super::tree::{leaf_value, split_point, Cursor, Layout, LEAF};
+use super::tree::{leaf_value, maybe_join, split_point, Cursor, Layout, LEAF};
+use std::ops::Range;
+
+/// Input bytes a block of outputs reads from each run at a time, at least:
+/// contiguous reads this long keep the prefetcher streaming.
+const RUN_BLOCK_BYTES: usize = 64 << 10;
 
 /// Leaf values a block of outputs keeps at most, whatever the shape: 128
 /// KiB of f32 sums, 1 MiB of the widest states.
 const LEAF_VALUES: usize = 1 << 15;
 
-/// Blocks of outputs per thread: enough that one slow thread leaves work
-/// for the others, few enough that a block keeps several outputs.
-const BLOCKS_PER_THREAD: usize = 2;
-
 /// Outputs per block where the run-by-run walk applies: the reduced dims
-/// are several, the fastest of them contiguous (so each output's inputs are
-/// runs), each block holds at least two outputs, and there are enough
-/// blocks for `threads` threads (fewer outputs than that keep the tree,
-/// whose subtrees spread one output over several threads).
-pub(super) fn outputs_per_block(l: &Layout, threads: usize) -> Option<usize> {
+/// are several, the fastest of them contiguous (so each output's inputs
+/// are runs of `elem_bytes`-byte elements), and a run is shorter than
+/// [`RUN_BLOCK_BYTES`], so that one output at a time would read short
+/// pieces; blocks of at least two outputs, whose runs together make
+/// `RUN_BLOCK_BYTES`. The threads split both the blocks and each block's
+/// runs, so a block's size never limits the parallelism.
+pub(super) fn outputs_per_block(l: &Layout, elem_bytes: usize) -> Option<usize> {
     let contiguous_runs = l.reduce.len() >= 2 && l.reduce[0].1 == 1;
-    if !contiguous_runs {
+    if !contiguous_runs || l.num_outputs < 2 {
         return None;
     }
-    let fit = LEAF_VALUES / leaf_count(l.num_inputs);
-    let share = l
-        .num_outputs
-        .div_ceil(threads.max(1).saturating_mul(BLOCKS_PER_THREAD));
-    let block = fit.min(share);
+    let run_bytes = l.reduce[0].0.saturating_mul(elem_bytes.max(1));
+    let block = RUN_BLOCK_BYTES
+        .div_ceil(run_bytes)
+        .min(LEAF_VALUES / leaf_count(l.num_inputs))
+        .min(l.num_outputs);
     (block >= 2).then_some(block)
 }
 
@@ -122,77 +125,141 @@ pub(super) fn reduce_by_runs<T: CpuElement, W: Compute, R: ReduceOps<W>>(
                 base
             })
             .collect();
-        // At most LEAF_VALUES (`outputs_per_block`).
-        let mut values = vec![op.identity(); bases.len() * nl];
-        for g in &groups {
-            for (o, &base) in bases.iter().enumerate() {
-                for j in g.clone() {
-                    let (lo, hi) = leaves[j];
-                    values[o * nl + j] = leaf_value(data, base, &l.reduce, lo, hi, op);
-                }
-            }
-        }
+        // Leaf-major (leaf j of output o at `j * nb + o`), so that a range
+        // of groups owns one piece; at most LEAF_VALUES (`outputs_per_block`).
+        let nb = bases.len();
+        let mut values = vec![op.identity(); nl * nb];
+        let leaves_of = Leaves {
+            data,
+            l,
+            op,
+            leaves: &leaves,
+            bases: &bases,
+        };
+        leaves_of.fill(&groups, &mut values);
         out.fill_staged(op, |k, accs| {
             for (i, acc) in accs.iter_mut().enumerate() {
-                let o = k + i;
-                let mut v = values[o * nl..(o + 1) * nl].iter().copied();
+                let mut v = (0..nl).map(|j| values[j * nb + k + i]);
                 *acc = combine_tree(0, l.num_inputs, &mut v, &|a, b| op.combine(a, b));
             }
         })
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::iter::TensorIterator;
-    use crate::{DType, Device, Tensor};
+/// The leaves of a block of outputs, whose values [`Leaves::fill`] computes.
+struct Leaves<'a, T, R> {
+    data: &'a [T],
+    l: &'a Layout,
+    op: &'a R,
+    /// The tree's leaves, as reduce index ranges.
+    leaves: &'a [(usize, usize)],
+    /// Each output's first input.
+    bases: &'a [usize],
+}
 
-    fn on_threads<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap()
-            .install(f)
-    }
-
-    /// Channel statistics through the run-by-run walk (one thread) and
-    /// through the tree (a thread per output, too many for blocks of two),
-    /// bit for bit, for functors of every kind of state.
-    #[test]
-    fn runs_give_the_trees_bits() {
-        // 8 outputs of 6 planes of 40 x 50: 12000 inputs, runs of 2000,
-        // so leaves inside runs and leaves across two.
-        let shape = [6, 8, 40, 50];
-        let mask = [true, false, true, true];
-        for dtype in [DType::F32, DType::F16, DType::F64] {
-            let x = Tensor::randn(&shape, dtype, Device::Cpu, 7).unwrap();
-            let iter = TensorIterator::reduce_op(&x, &mask, dtype).unwrap();
-            let l = Layout::new(&iter);
-            assert_eq!(outputs_per_block(&l, 1), Some(4));
-            assert_eq!(outputs_per_block(&l, 8), None);
-            type Run = fn(&Tensor) -> Tensor;
-            let runs: [(&str, Run); 6] = [
-                ("sum", |x| x.sum(&[0, 2, 3], false).unwrap()),
-                ("mean", |x| x.mean(&[0, 2, 3], false).unwrap()),
-                ("var", |x| x.var(&[0, 2, 3], 1.0, false).unwrap()),
-                ("norm", |x| x.norm(2.0, &[0, 2, 3], false).unwrap()),
-                ("logsumexp", |x| x.logsumexp(&[0, 2, 3], false).unwrap()),
-                ("amax", |x| x.amax(&[0, 2, 3], false).unwrap()),
-            ];
-            for (name, run) in runs {
-                let by_runs = on_threads(1, || run(&x)).to_dtype(DType::F64).unwrap();
-                let by_tree = on_threads(8, || run(&x)).to_dtype(DType::F64).unwrap();
-                let bits = |t: &Tensor| -> Vec<u64> {
-                    t.to_vec::<f64>()
-                        .unwrap()
-                        .iter()
-                        .map(|v| v.to_bits())
-                        .collect()
-                };
-                assert_eq!(bits(&by_runs), bits(&by_tree), "{name} of {dtype:?}");
+impl<T: CpuElement, R> Leaves<'_, T, R> {
+    /// Sets `values` (leaf-major from `groups`' first leaf) to the values
+    /// of `groups`' leaves for every output, group by group, splitting the
+    /// groups across threads where they hold enough work.
+    fn fill<W: Compute>(&self, groups: &[Range<usize>], values: &mut [R::Acc])
+    where
+        R: ReduceOps<W>,
+    {
+        let nb = self.bases.len();
+        let (Some(first), Some(last)) = (groups.first(), groups.last()) else {
+            return;
+        };
+        let work = (self.leaves[last.end - 1].1 - self.leaves[first.start].0).saturating_mul(nb);
+        if groups.len() >= 2 {
+            let mid = groups.len() / 2;
+            let (a, b) = groups.split_at(mid);
+            let (va, vb) = values.split_at_mut((b[0].start - first.start) * nb);
+            maybe_join(work, || self.fill(a, va), || self.fill(b, vb));
+            return;
+        }
+        for (o, &base) in self.bases.iter().enumerate() {
+            for j in first.clone() {
+                let (lo, hi) = self.leaves[j];
+                values[(j - first.start) * nb + o] =
+                    leaf_value(self.data, base, &self.l.reduce, lo, hi, self.op);
             }
         }
+    }
+}
+#[cfg(test)]
+mod tests {
+    use super::super::ops::SumOps;
+    use super::super::tree::inner_tree;
+    use super::*;
+    use crate::iter::TensorIterator;
+    use crate::{f16, DType, Device, Tensor};
+
+    /// Channel statistics through the run-by-run walk (the public sum)
+    /// against each output's tree evaluated directly, bit for bit.
+    fn runs_give_the_trees_bits<T: CpuElement, W: Compute>(dtype: DType, widen_result: fn(W) -> f64)
+    where
+        SumOps: ReduceOps<W, Acc = W>,
+    {
+        // 8 outputs of 6 planes of 40 x 50: 12000 inputs, runs of 2000,
+        // so leaves inside runs and leaves across two.
+        let x = Tensor::randn(&[6, 8, 40, 50], DType::F32, Device::Cpu, 7)
+            .unwrap()
+            .to_dtype(dtype)
+            .unwrap();
+        let iter = TensorIterator::reduce_op(&x, &[true, false, true, true], dtype).unwrap();
+        let l = Layout::new(&iter);
+        assert!(outputs_per_block(&l, dtype.size_in_bytes()).is_some());
+        let data = x.to_vec::<T>().unwrap();
+        let got = x
+            .sum(&[0, 2, 3], false)
+            .unwrap()
+            .to_dtype(DType::F64)
+            .unwrap();
+        let got: Vec<u64> = got
+            .to_vec::<f64>()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect();
+        let want: Vec<u64> = (0..8)
+            .map(|o| {
+                let base = l.base + Cursor::new(&l.output, o).offset;
+                let acc = inner_tree(&data, base, &l.reduce, 0, l.num_inputs, &SumOps);
+                widen_result(acc).to_bits()
+            })
+            .collect();
+        assert_eq!(got, want, "{dtype:?}");
+    }
+
+    #[test]
+    fn runs_give_the_trees_bits_in_every_float_type() {
+        runs_give_the_trees_bits::<f32, f32>(DType::F32, f64::from);
+        runs_give_the_trees_bits::<f64, f64>(DType::F64, |v| v);
+        // The f16 result is the f32 sum rounded to f16.
+        runs_give_the_trees_bits::<f16, f32>(DType::F16, |v| f16::from_f32(v).to_f64());
+    }
+
+    #[test]
+    fn short_runs_and_few_outputs_keep_the_tree() {
+        let layout = |shape: &[usize], mask: &[bool]| {
+            let x = Tensor::zeros(shape, DType::F32, Device::Cpu).unwrap();
+            Layout::new(&TensorIterator::reduce_op(&x, mask, DType::F32).unwrap())
+        };
+        // Runs of 64 KiB: one output at a time reads them whole.
+        assert_eq!(
+            outputs_per_block(&layout(&[4, 8, 16384], &[true, false, true]), 4),
+            None
+        );
+        // One output.
+        assert_eq!(
+            outputs_per_block(&layout(&[4, 1, 100], &[true, false, true]), 4),
+            None
+        );
+        // Runs of 4 KiB: 16 outputs a block.
+        assert_eq!(
+            outputs_per_block(&layout(&[4, 64, 1024], &[true, false, true]), 4),
+            Some(16)
+        );
     }
 
     #[test]

@@ -186,7 +186,7 @@ fn reduce_inner<T: CpuElement, W: Compute, R: ReduceOps<W>>(
             })
         });
     }
-    if let Some(block) = outputs_per_block(l, rayon::current_num_threads()) {
+    if let Some(block) = outputs_per_block(l, size_of::<T>()) {
         return reduce_by_runs(data, l, op, out, block);
     }
     // Outputs in blocks of `grain`, each block walking its outputs with a
@@ -294,7 +294,7 @@ fn leaf_lanes<T: CpuElement, W: Compute, R: ReduceOps<W>>(
 
 /// Pairwise reduction of reduce indices `lo..hi` of a (possibly multi-dim,
 /// strided) reduce space.
-fn inner_tree<T: CpuElement, W: Compute, R: ReduceOps<W>>(
+pub(super) fn inner_tree<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     data: &[T],
     base: usize,
     dims: &[(usize, usize)],
