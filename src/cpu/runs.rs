@@ -9,7 +9,11 @@
 //! walked run by run instead: every output's piece of image 0, then of
 //! image 1, and so on, which reads contiguously wherever neighbouring
 //! outputs' runs are neighbours in memory. The same call on two threads
-//! went from 6.9-8.0 to 3.7-4.1 ms, and in f16 from 5.7 to 2.3-2.8.
+//! went from 6.9-8.0 to 3.7-5.1 ms, and in f16 from 5.3-5.7 to 2.3-2.8;
+//! on the 16-core host of the GPU machine, `[64, 1024, 32, 32]` ran at
+//! 1.14x torch's CPU with the blocks below, and at 0.89x with two blocks
+//! a thread of 32 outputs each, which left threads idle behind the last
+//! (docs/PERFORMANCE.md).
 //!
 //! Each leaf's value is the tree's own ([`leaf_value`]), kept in a buffer,
 //! and each output then combines its leaf values in its tree's shape
@@ -39,7 +43,11 @@ const LEAF_VALUES: usize = 1 << 15;
 /// runs, so a block's size never limits the parallelism.
 pub(super) fn outputs_per_block(l: &Layout, elem_bytes: usize) -> Option<usize> {
     let contiguous_runs = l.reduce.len() >= 2 && l.reduce[0].1 == 1;
-    if !contiguous_runs || l.num_outputs < 2 {
+    // Leaves hold at most LEAF inputs, so an output of more than this many
+    // inputs has too many leaves for two outputs a block (and counting
+    // them would cost a call a leaf).
+    let few_leaves = l.num_inputs <= LEAF * (LEAF_VALUES / 2);
+    if !contiguous_runs || !few_leaves || l.num_inputs == 0 || l.num_outputs < 2 {
         return None;
     }
     let run_bytes = l.reduce[0].0.saturating_mul(elem_bytes.max(1));
