@@ -4,7 +4,10 @@
 //! Two loop shapes cover every iterator:
 //! - **inner**: each output reduces its own slice of the input; used when the
 //!   reduced dims include the fastest-moving one (or no output dim is
-//!   contiguous). Outputs run in parallel.
+//!   contiguous). Outputs run in parallel. Where each output's slice is
+//!   short runs far apart (channel statistics), [`super::runs`] reads a
+//!   block of outputs run by run and combines each output's leaves in this
+//!   tree's shape.
 //! - **outer** (column reductions): the fastest output dim is contiguous in
 //!   the input, so a tile of neighbouring outputs folds whole input rows at a
 //!   time and the loads stay contiguous and vectorised.
@@ -52,6 +55,7 @@ pub(super) struct Layout {
     pub(super) output: Vec<(usize, usize)>,
     /// The input's first element.
     pub(super) base: usize,
+    /// Outputs.
     pub(super) num_outputs: usize,
     /// Inputs per output.
     pub(super) num_inputs: usize,
