@@ -310,8 +310,8 @@ fn write_launch(
     if let (Strategy::ShortColumns { output_vec_size }, Some(pt)) =
         (launch.strategy, &launch.pytorch_config)
     {
-        // Loads of at most 8 elements of at most 8 bytes: no overflow.
-        let load_bytes = |outputs: u32| outputs * plan.signature.input.size_in_bytes() as u32;
+        // In usize, as ShortRows' load bytes below (at most 8 x 8 bytes).
+        let load_bytes = |outputs: u32| outputs as usize * plan.signature.input.size_in_bytes();
         writeln!(
             f,
             "    - ours: PyTorch's {} outputs a lane load {} B a row, and each lane reduces its columns of {} alone → {output_vec_size} a lane ({} B loads): block ({}, {}), grid.x = {}",
