@@ -6,10 +6,11 @@
 //! count, and asks the trees' own `Layout` which loop shape runs, so the
 //! explanation cannot drift from the backend.
 
-use super::runs;
 use super::tree::{
-    threads_split_rows, tile_width, Layout, LEAF, OUTER_LEAF_ROWS, PARALLEL_GRAIN, REGISTER_TILE,
+    splits, threads_split_rows, tile_width, Layout, LEAF, OUTER_LEAF_ROWS, PARALLEL_GRAIN,
+    REGISTER_TILE,
 };
+use super::{runs, team};
 use crate::iter::TensorIterator;
 use crate::reduce::{ReduceDims, ReduceOp, Signature};
 use crate::{Result, Tensor};
@@ -74,11 +75,27 @@ pub enum CpuStrategy {
     },
 }
 
+/// Which threads a reduction runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CpuThreads {
+    /// Too little work to split: the calling thread alone.
+    Caller,
+    /// The team: each split's second half goes to a fixed thread, so each
+    /// thread reads the same part of the input call after call (inputs
+    /// that can stay in the cores' caches).
+    Team,
+    /// Rayon's pool, whose threads steal the halves (larger inputs).
+    Rayon,
+}
+
 /// The CPU backend's plan for one reduction. Printing it explains it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CpuPlan {
-    /// Rayon threads available to the reduction.
+    /// Threads available to the reduction (rayon's count, which the team
+    /// shares).
     pub threads: usize,
+    /// Which of them run it.
+    pub runs_on: CpuThreads,
     /// The instruction set the loops run in ([`super::isa`]).
     pub isa: super::CpuIsa,
     /// The op, its dtypes and its accumulator.
@@ -123,6 +140,15 @@ impl CpuPlan {
         let inputs_per_output: usize = reduce_dims.iter().map(|d| d.0).product();
         let num_outputs = iter.num_output_elements();
         let layout = Layout::new(iter);
+        let work = inputs_per_output.saturating_mul(num_outputs);
+        // As `tree::reduce` enters the team.
+        let runs_on = if !splits(work) {
+            CpuThreads::Caller
+        } else if threads >= 2 && team::takes(work.saturating_mul(esize as usize)) {
+            CpuThreads::Team
+        } else {
+            CpuThreads::Rayon
+        };
         // As `reduce_inner` chunks its outputs.
         let outputs_per_block = (PARALLEL_GRAIN / inputs_per_output.max(1)).max(1);
         let strategy = if iter.numel() == 0 {
@@ -149,7 +175,9 @@ impl CpuPlan {
                 leaf_rows: OUTER_LEAF_ROWS,
                 threads_split_rows: threads_split_rows(inputs_per_output, threads),
             }
-        } else if let Some(outputs_per_block) = runs::outputs_per_block(&layout, esize as usize) {
+        } else if let Some(outputs_per_block) =
+            runs::outputs_per_block(&layout, esize as usize, threads)
+        {
             CpuStrategy::Runs { outputs_per_block }
         } else {
             CpuStrategy::Inner {
@@ -159,6 +187,7 @@ impl CpuPlan {
         };
         CpuPlan {
             threads,
+            runs_on,
             isa: super::isa(),
             signature: *signature,
             reduce_dims,
@@ -177,7 +206,7 @@ impl fmt::Display for CpuPlan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "CPU: {} {} -> {}: {} outputs of {} elements each, functor {} computing in {}, on {} rayon thread(s), loops in {:?}",
+            "CPU: {} {} -> {}: {} outputs of {} elements each, functor {} computing in {}, {}, loops in {:?}",
             self.signature.op,
             self.signature.input,
             self.signature.output,
@@ -185,7 +214,11 @@ impl fmt::Display for CpuPlan {
             self.inputs_per_output,
             self.signature.op.functor(),
             super::compute_type(&self.signature),
-            self.threads,
+            match self.runs_on {
+                CpuThreads::Caller => "on the calling thread".to_string(),
+                CpuThreads::Team => format!("on the team of {} threads (fixed halves)", self.threads),
+                CpuThreads::Rayon => format!("on {} rayon threads (stolen halves)", self.threads),
+            },
             self.isa
         )?;
         writeln!(

@@ -22,10 +22,11 @@ mod outputs;
 mod pool;
 mod runs;
 mod simd;
+mod team;
 mod tree;
 mod welford;
 
-pub use explain::{CpuPlan, CpuStrategy};
+pub use explain::{CpuPlan, CpuStrategy, CpuThreads};
 pub use isa::{isa, limit_isa, CpuIsa};
 
 use crate::iter::TensorIterator;

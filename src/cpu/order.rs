@@ -12,12 +12,11 @@
 //! [`gather`] then puts in the result's order: one more pass over the
 //! outputs, of which there are fewer than inputs.
 
-use super::pool::on_pool;
-use super::tree::{Cursor, PARALLEL_GRAIN};
+use super::team;
+use super::tree::{maybe_join, Cursor, PARALLEL_GRAIN};
 use crate::iter::TensorIterator;
 use crate::tensor::storage::{CpuStorage, UninitStorage};
 use crate::{DType, Result};
-use rayon::prelude::*;
 use std::mem::MaybeUninit;
 
 /// A cache line, the unit the CPU's loads move: outputs whose inputs lie
@@ -119,12 +118,29 @@ fn gather_elements<const B: usize>(
             cursor.advance();
         }
     };
+    // Halves of whole blocks, split across the team down to a block.
+    fn split<F: Fn(usize, &mut [MaybeUninit<u8>]) + Sync>(
+        first: usize,
+        dst: &mut [MaybeUninit<u8>],
+        elem: usize,
+        fill: &F,
+    ) {
+        let n = dst.len() / elem;
+        let blocks = n.div_ceil(GATHER_BLOCK);
+        if blocks <= 1 {
+            return fill(first, dst);
+        }
+        let mid = blocks / 2 * GATHER_BLOCK;
+        let (a, b) = dst.split_at_mut(mid * elem);
+        maybe_join(
+            mid,
+            n - mid,
+            || split(first, a, elem, fill),
+            || split(first + mid, b, elem, fill),
+        );
+    }
     if dst.len() / B >= 2 * PARALLEL_GRAIN {
-        on_pool(|| {
-            dst.par_chunks_mut(GATHER_BLOCK * B)
-                .enumerate()
-                .for_each(|(b, block)| fill(b * GATHER_BLOCK, block))
-        })
+        team::enter(dst.len(), || split(0, dst, B, &fill))
     } else {
         fill(0, dst)
     }

@@ -222,10 +222,12 @@ pub(super) fn par_blocks<'a>(
             };
         }
         let mid = blocks / 2 * block;
-        let work = out.len().saturating_mul(inputs_per_output.max(1));
+        let per_output = inputs_per_output.max(1);
+        let work_b = (out.len() - mid).saturating_mul(per_output);
         let (a, b) = out.split_at(mid);
         let (wa, wb) = maybe_join(
-            work,
+            mid.saturating_mul(per_output),
+            work_b,
             || go(a, start, block, inputs_per_output, f),
             || go(b, start + mid, block, inputs_per_output, f),
         );

@@ -1,4 +1,7 @@
-//! How a reduction enters rayon's thread pool from a thread outside it.
+//! How a reduction enters rayon's thread pool from a thread outside it
+//! (inputs too large for the team of [`super::team`], or while another
+//! call holds the team), and the hand-over of a closure to another thread
+//! that both use ([`Job`]).
 //!
 //! rayon hands such a call to the pool and puts the calling thread to sleep
 //! on a lock until the work is done; waking it again is a futex wake and a
@@ -20,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
-/// How long the caller yields before it parks. Yielding (rather than a
+/// How long a thread waiting for a [`Job`] yields before it parks. Yielding (rather than a
 /// busy spin) leaves the core to a worker that needs it; past this, the
 /// work is long enough that a wake-up's few microseconds do not count,
 /// and a parked caller costs the workers nothing.
@@ -32,55 +35,77 @@ pub(super) fn on_pool<F: FnOnce() -> R + Send, R: Send>(f: F) -> R {
     if rayon::current_thread_index().is_some() {
         return f();
     }
-    let job = Job {
-        f: UnsafeCell::new(Some(f)),
-        result: UnsafeCell::new(None),
-        done: AtomicBool::new(false),
-        caller: thread::current(),
-    };
-    let entry = JobRef {
-        job: &job as *const Job<F, R> as *const (),
-        run: run_job::<F, R>,
-    };
-    // SAFETY: `job` lives on this frame until `done` is set: this function
-    // cannot return or unwind before the wait below sees it (nothing in the
-    // loop panics), and `run_job` touches `job` only before it sets `done`.
+    let job = Job::new(f);
+    let entry = job.as_ref();
+    // SAFETY: `job` lives on this frame until `wait` returns, which is not
+    // before `run_job` is through with it.
     rayon::spawn(move || unsafe { entry.execute() });
-    let start = Instant::now();
-    while !job.done.load(Ordering::Acquire) {
-        if start.elapsed() < YIELD_FOR {
-            thread::yield_now();
-        } else {
-            // Woken by `run_job`'s unpark (or spuriously: the loop checks).
-            thread::park();
-        }
-    }
-    match job.result.into_inner() {
-        Some(Ok(r)) => r,
-        Some(Err(panic)) => resume_unwind(panic),
-        None => unreachable!("internal: a finished job has a result"),
+    match job.wait() {
+        Ok(r) => r,
+        Err(panic) => resume_unwind(panic),
     }
 }
 
-/// A closure and its result slot, shared by the caller and the worker.
-struct Job<F, R> {
+/// A closure and its result slot, shared by the thread that waits for it
+/// and the thread that runs it.
+pub(super) struct Job<F, R> {
     f: UnsafeCell<Option<F>>,
     result: UnsafeCell<Option<thread::Result<R>>>,
     done: AtomicBool,
     caller: Thread,
 }
 
+impl<F: FnOnce() -> R + Send, R: Send> Job<F, R> {
+    pub(super) fn new(f: F) -> Job<F, R> {
+        Job {
+            f: UnsafeCell::new(Some(f)),
+            result: UnsafeCell::new(None),
+            done: AtomicBool::new(false),
+            caller: thread::current(),
+        }
+    }
+
+    /// A reference another thread can run the job through. The job must
+    /// stay where it is (borrowed, not moved) until [`Job::wait`] returns.
+    pub(super) fn as_ref(&self) -> JobRef {
+        JobRef {
+            job: self as *const Job<F, R> as *const (),
+            run: run_job::<F, R>,
+        }
+    }
+
+    /// Waits until the job has run, yielding the core for [`YIELD_FOR`]
+    /// and then parking, and returns its result (or its panic). Called by
+    /// the thread that made the job.
+    pub(super) fn wait(&self) -> thread::Result<R> {
+        let start = Instant::now();
+        while !self.done.load(Ordering::Acquire) {
+            if start.elapsed() < YIELD_FOR {
+                thread::yield_now();
+            } else {
+                // Woken by `run_job`'s unpark (or spuriously: the loop checks).
+                thread::park();
+            }
+        }
+        // SAFETY: `done` is set once the running thread is through with the
+        // job; nothing else touches `result` now.
+        unsafe { (*self.result.get()).take() }.expect("internal: a finished job has a result")
+    }
+}
+
 /// A type-erased pointer to a [`Job`] and the function that runs it: what
-/// the `'static` closure given to `rayon::spawn` may hold.
-struct JobRef {
+/// a closure given to another thread may hold.
+pub(super) struct JobRef {
     job: *const (),
     run: unsafe fn(*const ()),
 }
 
 impl JobRef {
+    /// Runs the job, stores its result (or its panic) and wakes its waiter.
+    ///
     /// # Safety
-    /// As [`run_job`]'s.
-    unsafe fn execute(self) {
+    /// The job has not run yet and is still waited for ([`Job::as_ref`]).
+    pub(super) unsafe fn execute(self) {
         // SAFETY: the caller's promise.
         unsafe { (self.run)(self.job) }
     }

@@ -23,8 +23,8 @@ use super::element::{combine_lanes, CpuElement, ROWS_PER_PASS};
 use super::isa::dispatch;
 use super::ops::{Compute, ReduceOps};
 use super::outputs::{par_blocks, Outputs, Written};
-use super::pool::on_pool;
 use super::runs::{outputs_per_block, reduce_by_runs};
+use super::team;
 use crate::iter::TensorIterator;
 
 /// Elements summed sequentially (over 8 lanes) at the bottom of the pairwise tree.
@@ -148,7 +148,10 @@ pub(super) fn reduce<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     // with a caller that does not sleep while it waits ([`on_pool`]); the
     // rest stays on the calling thread.
     if splits(layout.num_inputs.saturating_mul(layout.num_outputs)) {
-        on_pool(run)
+        let input_bytes = (layout.num_inputs)
+            .saturating_mul(layout.num_outputs)
+            .saturating_mul(size_of::<T>());
+        team::enter(input_bytes, run)
     } else {
         run()
     }
@@ -190,7 +193,8 @@ fn reduce_inner<T: CpuElement, W: Compute, R: ReduceOps<W>>(
             })
         });
     }
-    if let Some(block) = outputs_per_block(l, size_of::<T>()) {
+    let threads = rayon::current_num_threads();
+    if let Some(block) = outputs_per_block(l, size_of::<T>(), threads) {
         return reduce_by_runs(data, l, op, out, block);
     }
     // Outputs in blocks of `grain`, each block walking its outputs with a
@@ -268,7 +272,8 @@ fn contiguous_tree<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     let mid = split_point(x.len());
     let (lo, hi) = x.split_at(mid);
     let (a, b) = maybe_join(
-        x.len(),
+        mid,
+        x.len() - mid,
         || contiguous_tree(lo, first, op),
         || contiguous_tree(hi, first + mid, op),
     );
@@ -311,7 +316,8 @@ pub(super) fn inner_tree<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     }
     let mid = lo + split_point(hi - lo);
     let (a, b) = maybe_join(
-        hi - lo,
+        mid - lo,
+        hi - mid,
         || inner_tree(data, base, dims, lo, mid, op),
         || inner_tree(data, base, dims, mid, hi, op),
     );
@@ -506,7 +512,8 @@ fn outer_tree<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     // far more than this.
     let mut right = vec![op.identity(); w];
     maybe_join(
-        (hi - lo) * w,
+        (mid - lo) * w,
+        (hi - mid) * w,
         || outer_tree(data, start, dims, lo, mid, op, acc),
         || outer_tree(data, start, dims, mid, hi, op, &mut right),
     );
@@ -598,20 +605,22 @@ pub(super) fn split_point(n: usize) -> usize {
 }
 
 /// Whether `work` elements are enough to split across two threads.
-fn splits(work: usize) -> bool {
+pub(super) fn splits(work: usize) -> bool {
     work >= 2 * PARALLEL_GRAIN
 }
 
-/// Runs two subtrees, in parallel when they are big enough to pay for it
+/// Runs two subtrees of `wa` and `wb` elements, on two threads of the team
+/// ([`team::join`]) when together they are big enough to pay for it
 /// ([`splits`]). The association (and so the result) is the same either
 /// way.
 pub(super) fn maybe_join<R: Send>(
-    work: usize,
+    wa: usize,
+    wb: usize,
     a: impl FnOnce() -> R + Send,
     b: impl FnOnce() -> R + Send,
 ) -> (R, R) {
-    if splits(work) {
-        rayon::join(a, b)
+    if splits(wa.saturating_add(wb)) {
+        team::join(wa, wb, a, b)
     } else {
         (a(), b())
     }
