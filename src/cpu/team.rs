@@ -5,9 +5,10 @@
 //! rayon's `join` hands the second half to whichever worker steals it, and
 //! its workers sleep soon after they run dry. Both cost the small inputs a
 //! reduction is called on again and again. On the 16-core host of the GPU
-//! machine, torch's CPU sum of 25.7 MB read from cache took 43-48 µs with
-//! 16 threads, 16.7 times faster than with one, while the same trees on
-//! rayon took 78 µs (channel statistics: 124 µs, against torch's 62). Each
+//! machine, torch's CPU sum of 25.7 MB read from cache took 43-48 µs at
+//! best with 16 threads, 17-20 times faster than with one, while the same
+//! trees on rayon took 78 µs (channel statistics: 124 µs, against torch's
+//! 62); on this team they took 43-51 µs (channel statistics: 67-73). Each
 //! of torch's OpenMP threads reads the same part of the input on every
 //! call, so the part stays in that core's L2 (2 MiB there), and spins
 //! between calls; under rayon a part lands on a different core each call
