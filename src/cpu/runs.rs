@@ -60,13 +60,15 @@ pub(super) fn outputs_per_block(l: &Layout, elem_bytes: usize, threads: usize) -
         .num_inputs
         .saturating_mul(l.num_outputs)
         .saturating_mul(elem_bytes);
-    if threads >= 2 && team::takes(input_bytes) {
+    if threads >= 2 && team::takes(input_bytes) && l.num_outputs >= 4 * threads {
         // Read from cache, short runs cost little, and the team's fixed
-        // split needs blocks it can share out evenly: two a member at
-        // least. On the 16-core host `[32, 64, 56, 56]` over `(0, 2, 3)`
-        // (25.7 MB) took 120-130 µs at the best in blocks of 6 outputs
-        // (11 blocks), 67-73 in blocks of 2.
-        block = block.min((l.num_outputs / threads.max(1) / 2).max(2));
+        // split needs blocks it can share out evenly: two a member. On the
+        // 16-core host `[32, 64, 56, 56]` over `(0, 2, 3)` (25.7 MB) took
+        // 120-130 µs at the best in blocks of 6 outputs (11 blocks), 67-73
+        // in blocks of 2. Fewer outputs keep their blocks, whose runs the
+        // members share instead: blocks of 2 and 1 made `[64, 3, 64, 64]`
+        // 18% slower on two threads than one block of 3.
+        block = block.min(l.num_outputs / (2 * threads));
     }
     (block >= 2).then_some(block)
 }
@@ -290,6 +292,8 @@ mod tests {
         assert_eq!(outputs_per_block(&small, 4, 1), Some(16));
         // On 16 threads the team takes it: blocks of 2, two a member.
         assert_eq!(outputs_per_block(&small, 4, 16), Some(2));
+        // Too few outputs for two blocks a member: the byte rule.
+        assert_eq!(outputs_per_block(&channels(64, 3, 4096), 4, 2), Some(3));
         // 205 MB: rayon splits it, and blocks keep 64 KiB of runs.
         let large = channels(256, 64, 56 * 56);
         assert_eq!(outputs_per_block(&large, 4, 16), Some(6));
