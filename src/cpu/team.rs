@@ -20,9 +20,17 @@
 //! proportion to the work, and posts that half to the first of them; the
 //! halves split again the same way. So a given split of a given shape runs
 //! on the same thread call after call, and no two splits ever post to one
-//! member. A member runs its half and then its own splits' halves are
-//! done by others; a member whose part is down to itself runs the rest of
-//! its tree alone.
+//! member. A member whose part is down to itself runs the rest of its
+//! tree alone.
+//!
+//! A fixed split waits for its slowest thread, and a thread that has lost
+//! its core waits for a scheduler tick. So a member that has not claimed
+//! its half by the time the poster's own half is done loses it: the poster
+//! takes it back and runs it, as rayon's `join` does with a half no one
+//! stole. Without that, in a run on a host where both sides ran about
+//! twice as slow as on others (other work on its cores, it seems), 4 MB
+//! sums took 550-680 µs a call (torch's 26-28); with it, 16-22 µs on
+//! another host, where rayon took 29-32.
 //!
 //! Where the team is busy (another thread's reduction holds it) or the
 //! call comes from inside a rayon pool, the trees split through rayon as
@@ -37,7 +45,7 @@ use std::sync::OnceLock;
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
-/// How long an idle member spins for its next half before it parks. Long
+/// How long an idle member waits for its next half before it parks. Long
 /// enough to span the gap between back-to-back reductions, so that those
 /// start without a wake-up (a futex wake and a trip through the
 /// scheduler, several microseconds a member), short enough that the cores
@@ -53,14 +61,13 @@ const SPIN_LOOPS: u32 = 1 << 12;
 /// through rayon. Below it the input can stay in the cores' L2 caches
 /// from one call to the next, which only a fixed split keeps, and a
 /// wake-up is a large part of a call. On the 16-core host (2 MiB of L2 a
-/// core, 32 MiB in all), two runs against rayon, each beside torch's CPU:
-/// 4 MB sums went from 0.76-1.05x torch to 1.45-1.72x, 25.7 MB channel
-/// statistics from 0.93-1.05x to 0.89-1.62x, and a 32 MiB column sum from
-/// 1.09-1.16x to 0.97-1.00x (the edge: it no longer fits the caches beside
-/// everything else). On 205-268 MB reductions the team's fixed halves were
-/// 15-70% slower than rayon's stealing, which evens out threads that
-/// memory serves unevenly (rows of 8192, columns of 65536 rows, channel
-/// statistics).
+/// core, 32 MiB in all), in two runs that alternated the team and rayon,
+/// each beside torch's CPU: 4 MB sums went from 0.82-0.91x torch to
+/// 1.43-1.68x, 25.7 MB channel statistics from 0.46-0.97x to 0.80-1.30x;
+/// a 32 MiB column sum, the edge, went from 0.80-1.01x to 0.67-0.92x. On
+/// 205-268 MB reductions the team's fixed halves were 15-70% slower than
+/// rayon's stealing, which evens out threads that memory serves unevenly
+/// (rows of 8192, columns of 65536 rows, channel statistics).
 pub(super) const TEAM_MAX_BYTES: usize = 32 << 20;
 
 /// Whether a reduction reading `input_bytes` runs on the team

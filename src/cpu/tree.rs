@@ -144,9 +144,9 @@ pub(super) fn reduce<T: CpuElement, W: Compute, R: ReduceOps<W>>(
             reduce_inner(data, &layout, op, out)
         }
     };
-    // Work that the trees split across threads enters the pool once, here,
-    // with a caller that does not sleep while it waits ([`on_pool`]); the
-    // rest stays on the calling thread.
+    // Work that the trees split across threads enters the team (or, for
+    // large inputs, rayon's pool) once, here ([`team::enter`]); the rest
+    // stays on the calling thread.
     if splits(layout.num_inputs.saturating_mul(layout.num_outputs)) {
         let input_bytes = (layout.num_inputs)
             .saturating_mul(layout.num_outputs)
@@ -609,9 +609,9 @@ pub(super) fn splits(work: usize) -> bool {
     work >= 2 * PARALLEL_GRAIN
 }
 
-/// Runs two subtrees of `wa` and `wb` elements, on two threads of the team
-/// ([`team::join`]) when together they are big enough to pay for it
-/// ([`splits`]). The association (and so the result) is the same either
+/// Runs two subtrees of `wa` and `wb` elements, on two threads
+/// ([`team::join`]: the team's or rayon's) when together they are big
+/// enough to pay for it ([`splits`]). The association (and so the result) is the same either
 /// way.
 pub(super) fn maybe_join<R: Send>(
     wa: usize,
