@@ -351,6 +351,27 @@ mod tests {
     }
 
     #[test]
+    fn inputs_up_to_32_mib_run_on_the_team_and_larger_ones_on_rayon() {
+        let runs_on = |shape: &[usize], threads: usize| {
+            // A broadcast view: the plan of a large input without its bytes.
+            let x = Tensor::zeros(&[1, 1], DType::F32, Device::Cpu)
+                .unwrap()
+                .expand(shape)
+                .unwrap();
+            let sig = ReduceOp::Sum.signature(DType::F32, None).unwrap();
+            let iter = TensorIterator::reduce_op(&x, &[false, true], sig.output).unwrap();
+            CpuPlan::new(&iter, &sig, threads).runs_on
+        };
+        assert_eq!(runs_on(&[4, 8], 16), CpuThreads::Caller);
+        assert_eq!(runs_on(&[1024, 1024], 16), CpuThreads::Team);
+        // 32 MiB, the edge, and one row more.
+        assert_eq!(runs_on(&[8192, 1024], 16), CpuThreads::Team);
+        assert_eq!(runs_on(&[8193, 1024], 16), CpuThreads::Rayon);
+        // One thread makes no team.
+        assert_eq!(runs_on(&[1024, 1024], 1), CpuThreads::Rayon);
+    }
+
+    #[test]
     fn plans_name_the_loop_and_its_sizes() {
         let rows = plan(&[64, 4096], &[1], false);
         assert_eq!(rows.num_outputs, 64);

@@ -23,10 +23,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
-/// How long a thread waiting for a [`Job`] yields before it parks. Yielding (rather than a
-/// busy spin) leaves the core to a worker that needs it; past this, the
-/// work is long enough that a wake-up's few microseconds do not count,
-/// and a parked caller costs the workers nothing.
+/// How long a thread waiting for a [`Job`] yields before it parks.
+/// Yielding (rather than a busy spin) leaves the core to a worker that
+/// needs it; past this, the work is long enough that a wake-up's few
+/// microseconds do not count, and a parked waiter costs the workers
+/// nothing.
 const YIELD_FOR: Duration = Duration::from_micros(100);
 
 /// Runs `f` on rayon's pool and returns its result; panics in `f` resume

@@ -41,7 +41,9 @@ const LEAF_VALUES: usize = 1 << 15;
 /// [`RUN_BLOCK_BYTES`], so that one output at a time would read short
 /// pieces; blocks of at least two outputs, whose runs together make
 /// `RUN_BLOCK_BYTES`. The threads split both the blocks and each block's
-/// runs, so a block's size never limits the parallelism.
+/// runs, so a block's size never limits the parallelism. On the team of
+/// `threads` ([`team::takes`]), blocks are smaller where there are outputs
+/// enough for two blocks a thread.
 pub(super) fn outputs_per_block(l: &Layout, elem_bytes: usize, threads: usize) -> Option<usize> {
     let contiguous_runs = l.reduce.len() >= 2 && l.reduce[0].1 == 1;
     // Leaves hold at most LEAF inputs, so an output of more than this many
