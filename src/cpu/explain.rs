@@ -144,7 +144,7 @@ impl CpuPlan {
         // As `tree::reduce` enters the team.
         let runs_on = if !splits(work) {
             CpuThreads::Caller
-        } else if threads >= 2 && team::takes(work.saturating_mul(esize as usize)) {
+        } else if team::takes(layout.input_bytes(esize as usize), threads) {
             CpuThreads::Team
         } else {
             CpuThreads::Rayon

@@ -58,11 +58,8 @@ pub(super) fn outputs_per_block(l: &Layout, elem_bytes: usize, threads: usize) -
         .div_ceil(run_bytes)
         .min(LEAF_VALUES / leaf_count(l.num_inputs))
         .min(l.num_outputs);
-    let input_bytes = l
-        .num_inputs
-        .saturating_mul(l.num_outputs)
-        .saturating_mul(elem_bytes);
-    if threads >= 2 && team::takes(input_bytes) && l.num_outputs >= 4 * threads {
+    if team::takes(l.input_bytes(elem_bytes), threads) && l.num_outputs >= threads.saturating_mul(4)
+    {
         // Read from cache, short runs cost little, and the team's fixed
         // split needs blocks it can share out evenly: two a member. On the
         // 16-core host `[32, 64, 56, 56]` over `(0, 2, 3)` (25.7 MB) took
@@ -70,7 +67,7 @@ pub(super) fn outputs_per_block(l: &Layout, elem_bytes: usize, threads: usize) -
         // in blocks of 2. Fewer outputs keep their blocks, whose runs the
         // members share instead: blocks of 2 and 1 made `[64, 3, 64, 64]`
         // 18% slower on two threads than one block of 3.
-        block = block.min(l.num_outputs / (2 * threads));
+        block = block.min(l.num_outputs / threads.saturating_mul(2));
     }
     (block >= 2).then_some(block)
 }

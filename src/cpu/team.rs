@@ -70,10 +70,11 @@ const SPIN_LOOPS: u32 = 1 << 12;
 /// (rows of 8192, columns of 65536 rows, channel statistics).
 pub(super) const TEAM_MAX_BYTES: usize = 32 << 20;
 
-/// Whether a reduction reading `input_bytes` runs on the team
-/// ([`TEAM_MAX_BYTES`]).
-pub(super) fn takes(input_bytes: usize) -> bool {
-    input_bytes <= TEAM_MAX_BYTES
+/// Whether a reduction reading `input_bytes` with `threads` threads runs on
+/// the team: one thread makes no team, and inputs over [`TEAM_MAX_BYTES`]
+/// go to rayon.
+pub(super) fn takes(input_bytes: usize, threads: usize) -> bool {
+    threads >= 2 && input_bytes <= TEAM_MAX_BYTES
 }
 
 /// The members `lo..hi` a thread owns; it is member `lo`. Empty outside
@@ -220,7 +221,7 @@ pub(super) fn enter<R: Send>(input_bytes: usize, f: impl FnOnce() -> R + Send) -
     if SPAN.get().len() > 0 || rayon::current_thread_index().is_some() {
         return f();
     }
-    let Some(team) = team().filter(|_| takes(input_bytes)) else {
+    let Some(team) = team().filter(|t| takes(input_bytes, t.slots.len())) else {
         return on_pool(f);
     };
     if team

@@ -82,6 +82,14 @@ impl Layout {
         }
     }
 
+    /// Input elements read, in bytes of `elem_bytes` each (saturating: the
+    /// thresholds it is compared with are far below).
+    pub(super) fn input_bytes(&self, elem_bytes: usize) -> usize {
+        self.num_inputs
+            .saturating_mul(self.num_outputs)
+            .saturating_mul(elem_bytes)
+    }
+
     /// Input offset of the `k`-th element of a dim list's index space.
     fn offset(dims: &[(usize, usize)], mut k: usize) -> usize {
         let mut off = 0;
@@ -148,10 +156,7 @@ pub(super) fn reduce<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     // large inputs, rayon's pool) once, here ([`team::enter`]); the rest
     // stays on the calling thread.
     if splits(layout.num_inputs.saturating_mul(layout.num_outputs)) {
-        let input_bytes = (layout.num_inputs)
-            .saturating_mul(layout.num_outputs)
-            .saturating_mul(size_of::<T>());
-        team::enter(input_bytes, run)
+        team::enter(layout.input_bytes(size_of::<T>()), run)
     } else {
         run()
     }
@@ -611,8 +616,8 @@ pub(super) fn splits(work: usize) -> bool {
 
 /// Runs two subtrees of `wa` and `wb` elements, on two threads
 /// ([`team::join`]: the team's or rayon's) when together they are big
-/// enough to pay for it ([`splits`]). The association (and so the result) is the same either
-/// way.
+/// enough to pay for it ([`splits`]). The association (and so the
+/// result) is the same either way.
 pub(super) fn maybe_join<R: Send>(
     wa: usize,
     wb: usize,
