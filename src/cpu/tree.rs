@@ -676,7 +676,7 @@ mod tests {
         op: R,
         same: impl Fn(&R::Acc, &R::Acc) -> bool,
     ) {
-        for n in [1, 2, 3, 4, 7, 8, 9, 16, 100, 1000, 1024] {
+        for n in [1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 100, 1000, 1024] {
             for gap in [0, 5] {
                 let stride = n + gap;
                 let rows = 3000 / n + 2;
