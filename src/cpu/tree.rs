@@ -634,7 +634,7 @@ pub(super) fn maybe_join<R: Send>(
 #[cfg(test)]
 mod tests {
     use super::super::index_ops::ArgMaxOps;
-    use super::super::ops::SumOps;
+    use super::super::ops::{MaxOps, SumOps};
     use super::*;
     use crate::{bf16, f16};
 
@@ -800,6 +800,17 @@ mod tests {
             SumOps,
             |a, b| a.to_bits() == b.to_bits(),
         );
+        // Signed zeros, and NaNs through a comparison: rows of up to 8
+        // fold several rows at once, which must not change either.
+        let zeros_and_nans = |i: usize| match i % 9 {
+            0 => -0.0,
+            4 if i % 7 == 0 => f32::NAN,
+            _ => value(i),
+        };
+        let same = |a: &f32, b: &f32| a.to_bits() == b.to_bits();
+        short_rows_match_the_tree::<f32, f32, _>(zeros_and_nans, SumOps, same);
+        short_rows_match_the_tree::<f32, f32, _>(zeros_and_nans, MaxOps, same);
+        short_rows_match_the_tree::<f32, f32, _>(|i| -0.0 * value(i), MaxOps, same);
         // Ties and NaNs: the index must come from the same comparisons.
         short_rows_match_the_tree::<f32, f32, _>(
             |i| {
