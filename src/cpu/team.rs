@@ -126,6 +126,31 @@ struct Slot {
 // posting, acquire on claiming).
 unsafe impl Sync for Slot {}
 
+impl Slot {
+    /// Takes the half posted here, if one is and no one has claimed it:
+    /// the member that serves this slot, or the thread that posted it,
+    /// taking it back. Exactly one of them wins the claim.
+    fn claim(&self) -> Option<(JobRef, Span)> {
+        // Testing with a load first keeps the slot's cache line shared
+        // while a member spins on it; only a claim writes it.
+        if self.state.load(Ordering::Relaxed) != POSTED
+            || self
+                .state
+                .compare_exchange(POSTED, CLAIMED, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+        {
+            return None;
+        }
+        // SAFETY: this thread moved the state from POSTED to CLAIMED, so
+        // the owner wrote `half` (release on posting) and will not touch it
+        // until the half has run (`join` waits for it), and no other
+        // thread can claim it.
+        let half = unsafe { (*self.half.get()).take() }.expect("internal: a posted half");
+        self.state.store(EMPTY, Ordering::Relaxed);
+        Some(half)
+    }
+}
+
 struct Team {
     /// One slot a member; slot 0 (the entering thread) is never posted to.
     slots: &'static [Slot],
@@ -179,14 +204,10 @@ fn serve(slot: &'static Slot) {
     loop {
         let start = Instant::now();
         let mut spins: u32 = 0;
-        // Spinning on a load keeps the slot's cache line shared until a
-        // half is posted; only then does the claim write it.
-        while slot.state.load(Ordering::Relaxed) != POSTED
-            || slot
-                .state
-                .compare_exchange(POSTED, CLAIMED, Ordering::Acquire, Ordering::Relaxed)
-                .is_err()
-        {
+        let (half, span) = loop {
+            if let Some(posted) = slot.claim() {
+                break posted;
+            }
             spins = spins.wrapping_add(1);
             if spins < SPIN_LOOPS {
                 std::hint::spin_loop();
@@ -199,12 +220,7 @@ fn serve(slot: &'static Slot) {
                 // Woken by `join`'s unpark (or spuriously: the loop checks).
                 thread::park();
             }
-        }
-        // SAFETY: this thread claimed the posted half, so the owner wrote
-        // `half` and will not touch it until the half has run (`join`
-        // waits for it).
-        let (half, span) = unsafe { (*slot.half.get()).take() }.expect("internal: a posted half");
-        slot.state.store(EMPTY, Ordering::Relaxed);
+        };
         SPAN.set(span);
         // SAFETY: posted once by `join`, which waits for it to run.
         // `execute` catches the half's panic for `join` to resume.
@@ -293,14 +309,7 @@ pub(super) fn join<RA: Send, RB: Send>(
     // 2-core machine with the other core busy, the fixed halves alone had
     // made channel statistics of 6.4 MB take 296 µs a call (a scheduler
     // tick) instead of 93.
-    if slot
-        .state
-        .compare_exchange(POSTED, CLAIMED, Ordering::Acquire, Ordering::Relaxed)
-        .is_ok()
-    {
-        // SAFETY: claimed here, so the member never saw `half`.
-        let (half, part) = unsafe { (*slot.half.get()).take() }.expect("internal: a posted half");
-        slot.state.store(EMPTY, Ordering::Relaxed);
+    if let Some((half, part)) = slot.claim() {
         SPAN.set(part);
         // SAFETY: `job` is still on this frame; `execute` catches `b`'s
         // panic into the job, which `wait` returns at once.

@@ -807,10 +807,9 @@ mod tests {
             4 if i % 7 == 0 => f32::NAN,
             _ => value(i),
         };
-        let same = |a: &f32, b: &f32| a.to_bits() == b.to_bits();
-        short_rows_match_the_tree::<f32, f32, _>(zeros_and_nans, SumOps, same);
-        short_rows_match_the_tree::<f32, f32, _>(zeros_and_nans, MaxOps, same);
-        short_rows_match_the_tree::<f32, f32, _>(|i| -0.0 * value(i), MaxOps, same);
+        short_rows_match_the_tree::<f32, f32, _>(zeros_and_nans, SumOps, bits);
+        short_rows_match_the_tree::<f32, f32, _>(zeros_and_nans, MaxOps, bits);
+        short_rows_match_the_tree::<f32, f32, _>(|i| -0.0 * value(i), MaxOps, bits);
         // Ties and NaNs: the index must come from the same comparisons.
         short_rows_match_the_tree::<f32, f32, _>(
             |i| {
