@@ -2,6 +2,7 @@
 //! into the compute type and folded into accumulators by a functor.
 
 use super::ops::{Compute, ReduceOps};
+use super::prefetch::prefetch_ahead;
 use super::simd::f16_to_f32;
 use crate::{bf16, f16, Element};
 use smallvec::SmallVec;
@@ -317,6 +318,7 @@ fn accumulate_chunks<T: Copy, W: Compute, R: ReduceOps<W>>(
         let (mut s0, mut s1, mut s2, mut s3) = (*lanes, id, id, id);
         let mut blocks = x.chunks_exact(32);
         for b in &mut blocks {
+            prefetch_ahead(b);
             fold8(&mut s0, &b[..8], i);
             fold8(&mut s1, &b[8..16], i + 8);
             fold8(&mut s2, &b[16..24], i + 16);
@@ -331,6 +333,7 @@ fn accumulate_chunks<T: Copy, W: Compute, R: ReduceOps<W>>(
         let (mut s0, mut s1) = (*lanes, [op.identity(); 8]);
         let mut blocks = x.chunks_exact(16);
         for b in &mut blocks {
+            prefetch_ahead(b);
             fold8(&mut s0, &b[..8], i);
             fold8(&mut s1, &b[8..], i + 8);
             i += 16;
@@ -342,6 +345,7 @@ fn accumulate_chunks<T: Copy, W: Compute, R: ReduceOps<W>>(
     }
     let mut chunks = rest.chunks_exact(8);
     for c in &mut chunks {
+        prefetch_ahead(c);
         fold8(lanes, c, i);
         i += 8;
     }
@@ -399,6 +403,7 @@ fn fold_rows_by_leaf<T: CpuElement, W: Compute, R: ReduceOps<W>>(
             done = out.len() / SIDE_BY_SIDE * SIDE_BY_SIDE;
             for (g, o) in out[..done].chunks_exact_mut(SIDE_BY_SIDE).enumerate() {
                 let xg = &x[g * SIDE_BY_SIDE * N..(g + 1) * SIDE_BY_SIDE * N];
+                prefetch_ahead(xg);
                 let mut lanes = [[op.identity(); SIDE_BY_SIDE]; 8];
                 for i in 0..N {
                     for r in 0..SIDE_BY_SIDE {
@@ -416,6 +421,7 @@ fn fold_rows_by_leaf<T: CpuElement, W: Compute, R: ReduceOps<W>>(
         }
         for (i, o) in out.iter_mut().enumerate().skip(done) {
             let row: &[T; N] = x[i * stride..i * stride + N].try_into().expect("rows of N");
+            prefetch_ahead(row);
             *o = fold_leaf(row, op, conv);
         }
     }
@@ -606,6 +612,8 @@ impl CpuElement for f16 {
             // The widened rows take f32's row loops, whose rows of 2-16
             // have a length known at compile time: through the run-time
             // length of `fold_leaves`, f16 rows of 2 took twice bf16's time.
+            // (Their prefetches land past the buffer, to no effect: the
+            // conversion's are the ones that reach ahead in the input.)
             fold_rows_by_leaf(&buf[..out.len() * n], n, n, op, out);
         }
     }

@@ -20,6 +20,7 @@ mod ops;
 mod order;
 mod outputs;
 mod pool;
+mod prefetch;
 mod runs;
 mod simd;
 mod team;
