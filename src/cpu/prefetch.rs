@@ -9,13 +9,15 @@
 //! reads it took f16 rows of 4096 from 2.7-3.2 ms to 1.8-1.9, bf16 rows of
 //! 4096 from 2.6-2.7 to 1.7-2.1 (4 and 8 KiB ahead, one outlier of 3.9
 //! aside), f16 rows of 16 from 5.6-7.0 to 4.1-5.0, f32 rows of 16 from
-//! 3.2-3.4 to 1.9-2.1,
-//! f16 rows of 128 from 3.1-3.4 to 2.0 and f32 rows of 32 from 3.4-3.9 to
-//! 2.3-3.1; f32 rows of 4096, which already ran at the plain read, stayed
-//! level. 4 KiB and 16 KiB ahead measured close to 8 KiB. Column passes,
-//! whose rows are four streams a row stride apart, measured no better
-//! with it (1 and 4 KiB ahead, within that host's noise), so they go
-//! without.
+//! 3.2-3.4 to 1.9-2.1, f16 rows of 128 from 3.1-3.4 to 2.0 and f32 rows of
+//! 32 from 3.4-3.9 to 2.3-3.1; f32 rows of 4096, which already ran at the
+//! plain read, stayed level. 4 KiB and 16 KiB ahead measured close to 8
+//! KiB.
+//!
+//! Column leaves read each row's piece of a tile and then jump a row
+//! stride: there a prefetch along the row (1 and 4 KiB ahead) measured no
+//! better, and where the pieces are short they ask for the rows ahead
+//! instead ([`prefetch_to_l2`]).
 
 /// Bytes ahead of a streaming loop that it asks the memory for.
 pub(super) const PREFETCH_AHEAD: usize = 8192;
@@ -24,29 +26,47 @@ pub(super) const PREFETCH_AHEAD: usize = 8192;
 const LINE: usize = 64;
 
 /// Asks for the cache lines [`PREFETCH_AHEAD`] bytes past each line of
-/// `x`: the step of a loop that reads `x` and goes on past it. A hint only
-/// (it never faults, wherever the address falls, and never changes a
-/// result); a no-op on targets other than x86-64, where it is unmeasured.
+/// `x`, into L1: the step of a loop that reads `x` and goes on past it. A
+/// hint only (it never faults, wherever the address falls, and never
+/// changes a result); a no-op on targets other than x86-64, where it is
+/// unmeasured.
 #[inline(always)]
 pub(super) fn prefetch_ahead<T>(x: &[T]) {
     #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        let p = x.as_ptr().cast::<i8>();
-        let mut at = 0;
-        while at < std::mem::size_of_val(x) {
-            // SAFETY: a prefetch reads nothing the program sees and cannot
-            // fault, and `wrapping_add` makes no claim that the address is
-            // inside `x`'s allocation. SSE is part of the x86-64 baseline.
-            #[allow(unused_unsafe)]
-            unsafe {
-                _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(at + PREFETCH_AHEAD))
-            };
-            at += LINE;
-        }
-    }
+    prefetch_lines::<{ std::arch::x86_64::_MM_HINT_T0 }, T>(x, PREFETCH_AHEAD);
     #[cfg(not(target_arch = "x86_64"))]
     let _ = x;
+}
+
+/// Asks for the cache lines of `x` itself, into L2: for the column
+/// leaves, whose next rows are a row stride away, where no hardware
+/// prefetcher looks (see `tree::PREFETCH_PIECE_BYTES`). L2 rather than L1,
+/// which holds the tile's accumulators (up to 32 KiB). A hint, as
+/// [`prefetch_ahead`].
+#[inline(always)]
+pub(super) fn prefetch_to_l2<T>(x: &[T]) {
+    #[cfg(target_arch = "x86_64")]
+    prefetch_lines::<{ std::arch::x86_64::_MM_HINT_T1 }, T>(x, 0);
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
+}
+
+/// One prefetch with `HINT` for each line of `x`, `ahead` bytes on.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn prefetch_lines<const HINT: i32, T>(x: &[T], ahead: usize) {
+    let p = x.as_ptr().cast::<i8>();
+    let mut at = 0;
+    while at < std::mem::size_of_val(x) {
+        // SAFETY: a prefetch reads nothing the program sees and cannot
+        // fault, and `wrapping_add` makes no claim that the address is
+        // inside `x`'s allocation. SSE is part of the x86-64 baseline.
+        #[allow(unused_unsafe)]
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<HINT>(p.wrapping_add(at + ahead))
+        };
+        at += LINE;
+    }
 }
 
 #[cfg(all(test, target_os = "linux"))]
@@ -78,6 +98,7 @@ mod tests {
             let x = std::slice::from_raw_parts(p.cast::<u32>(), page / 4);
             prefetch_ahead(&x[x.len() - 16..]);
             prefetch_ahead(x);
+            prefetch_to_l2(x);
             assert_eq!(x[x.len() - 1], 0, "the mapping reads as zeros");
             assert_eq!(libc::munmap(p, page), 0);
         }
