@@ -592,8 +592,8 @@ fn column_leaf<'a, T: CpuElement, W: Compute, R: ReduceOps<W>>(
 /// 2.9-3.1 to 1.9-2.2 in bf16 (1024 rows of f32, the same pieces, 1.8-2.2
 /// to 1.6). Pieces of 8 KiB (f64) measured level, of 16 KiB (i64) level
 /// to 1.4x slower, and the passes over longer pieces (32 KiB and more,
-/// the next pass's rows asked for) 1.1-1.3x slower: there the hardware
-/// keeps up, and the extra requests compete with its own.
+/// the next pass's rows asked for) level to 1.3x slower: there the
+/// hardware keeps up, and the extra requests compete with its own.
 const PREFETCH_PIECE_BYTES: usize = 4096;
 
 /// Rows ahead of a column leaf's current row whose pieces it asks the
