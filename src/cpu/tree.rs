@@ -603,10 +603,7 @@ const ROWS_AHEAD: usize = 4;
 /// Whether the column leaf over rows `lo..hi` reads pieces of at most
 /// [`PREFETCH_PIECE_BYTES`] with gaps between them (rows end to end are
 /// one stream, which the hardware follows).
-fn short_pieces<'a, T>(row: &impl Fn(usize) -> &'a [T], lo: usize, hi: usize) -> bool
-where
-    T: 'a,
-{
+fn short_pieces<'a, T: 'a>(row: &impl Fn(usize) -> &'a [T], lo: usize, hi: usize) -> bool {
     lo + 1 < hi
         && std::mem::size_of_val(row(lo)) <= PREFETCH_PIECE_BYTES
         && row(lo + 1).as_ptr() != row(lo).as_ptr_range().end
