@@ -20,9 +20,11 @@
 //! instead ([`prefetch_to_l2`]).
 
 /// Bytes ahead of a streaming loop that it asks the memory for.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(super) const PREFETCH_AHEAD: usize = 8192;
 
 /// Bytes a prefetch brings in: a cache line on current x86-64 cores.
+#[cfg(target_arch = "x86_64")]
 const LINE: usize = 64;
 
 /// Asks for the cache lines [`PREFETCH_AHEAD`] bytes past each line of
