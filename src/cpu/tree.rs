@@ -604,9 +604,12 @@ const ROWS_AHEAD: usize = 4;
 /// [`PREFETCH_PIECE_BYTES`] with gaps between them (rows end to end are
 /// one stream, which the hardware follows).
 fn short_pieces<'a, T: 'a>(row: &impl Fn(usize) -> &'a [T], lo: usize, hi: usize) -> bool {
-    lo + 1 < hi
-        && std::mem::size_of_val(row(lo)) <= PREFETCH_PIECE_BYTES
-        && row(lo + 1).as_ptr() != row(lo).as_ptr_range().end
+    if lo + 1 >= hi {
+        return false;
+    }
+    let first = row(lo);
+    std::mem::size_of_val(first) <= PREFETCH_PIECE_BYTES
+        && row(lo + 1).as_ptr() != first.as_ptr_range().end
 }
 
 /// Columns a column leaf folds between its prefetches, so that the rows
