@@ -2,7 +2,7 @@
 //! into the compute type and folded into accumulators by a functor.
 
 use super::ops::{Compute, ReduceOps};
-use super::prefetch::prefetch_ahead;
+use super::prefetch::Prefetch;
 use super::simd::f16_to_f32;
 use crate::{bf16, f16, Element};
 use smallvec::SmallVec;
@@ -303,6 +303,7 @@ fn accumulate_chunks<T: Copy, W: Compute, R: ReduceOps<W>>(
     widen: impl Fn(T) -> W,
 ) {
     let sets = const { lane_sets::<R::Acc>() };
+    let prefetch = Prefetch::here();
     let fold8 = |lanes: &mut [R::Acc; 8], c: &[T], i: usize| {
         let v = widen8(c.try_into().expect("chunks of 8"));
         for j in 0..8 {
@@ -318,7 +319,7 @@ fn accumulate_chunks<T: Copy, W: Compute, R: ReduceOps<W>>(
         let (mut s0, mut s1, mut s2, mut s3) = (*lanes, id, id, id);
         let mut blocks = x.chunks_exact(32);
         for b in &mut blocks {
-            prefetch_ahead(b);
+            prefetch.ahead(b);
             fold8(&mut s0, &b[..8], i);
             fold8(&mut s1, &b[8..16], i + 8);
             fold8(&mut s2, &b[16..24], i + 16);
@@ -333,7 +334,7 @@ fn accumulate_chunks<T: Copy, W: Compute, R: ReduceOps<W>>(
         let (mut s0, mut s1) = (*lanes, [op.identity(); 8]);
         let mut blocks = x.chunks_exact(16);
         for b in &mut blocks {
-            prefetch_ahead(b);
+            prefetch.ahead(b);
             fold8(&mut s0, &b[..8], i);
             fold8(&mut s1, &b[8..], i + 8);
             i += 16;
@@ -345,7 +346,7 @@ fn accumulate_chunks<T: Copy, W: Compute, R: ReduceOps<W>>(
     }
     let mut chunks = rest.chunks_exact(8);
     for c in &mut chunks {
-        prefetch_ahead(c);
+        prefetch.ahead(c);
         fold8(lanes, c, i);
         i += 8;
     }
@@ -385,6 +386,7 @@ fn fold_rows_by_leaf<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     ) {
         let mut done = 0;
         let one_value = size_of::<R::Acc>() <= size_of::<W>();
+        let prefetch = Prefetch::here();
         if stride == N && N <= 8 && one_value {
             // Rows of at most one value a lane, end to end, whose state is
             // one compute value: SIDE_BY_SIDE rows at a time, the lanes of
@@ -403,7 +405,7 @@ fn fold_rows_by_leaf<T: CpuElement, W: Compute, R: ReduceOps<W>>(
             done = out.len() / SIDE_BY_SIDE * SIDE_BY_SIDE;
             for (g, o) in out[..done].chunks_exact_mut(SIDE_BY_SIDE).enumerate() {
                 let xg = &x[g * SIDE_BY_SIDE * N..(g + 1) * SIDE_BY_SIDE * N];
-                prefetch_ahead(xg);
+                prefetch.ahead(xg);
                 let mut lanes = [[op.identity(); SIDE_BY_SIDE]; 8];
                 for i in 0..N {
                     for r in 0..SIDE_BY_SIDE {
@@ -421,7 +423,7 @@ fn fold_rows_by_leaf<T: CpuElement, W: Compute, R: ReduceOps<W>>(
         }
         for (i, o) in out.iter_mut().enumerate().skip(done) {
             let row: &[T; N] = x[i * stride..i * stride + N].try_into().expect("rows of N");
-            prefetch_ahead(row);
+            prefetch.ahead(row);
             *o = fold_leaf(row, op, conv);
         }
     }

@@ -45,10 +45,11 @@ fn f16_to_f32_f16c(src: &[f16], dst: &mut [f32]) {
     use std::arch::x86_64::{__m128i, _mm256_cvtph_ps, _mm256_storeu_ps, _mm_loadu_si128};
     let mut s = src.chunks_exact(8);
     let mut d = dst.chunks_exact_mut(8);
+    let prefetch = super::prefetch::Prefetch::here();
     for (k, (s8, d8)) in (&mut s).zip(&mut d).enumerate() {
         if k % 4 == 0 {
             // One prefetch a cache line (4 chunks of 16 bytes).
-            super::prefetch::prefetch_ahead(s8);
+            prefetch.ahead(s8);
         }
         // SAFETY: `s8` holds 8 f16 (16 bytes) and `d8` 8 f32 (32 bytes);
         // both accesses are unaligned-tolerant.

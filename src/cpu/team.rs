@@ -198,6 +198,12 @@ fn team() -> Option<&'static Team> {
     .as_ref()
 }
 
+/// Whether this thread is running a part of a reduction on the team.
+#[inline(always)]
+pub(super) fn on_team() -> bool {
+    SPAN.get().len() > 0
+}
+
 /// A member's life: wait for a half, run it with the part posted with it,
 /// and wait again.
 fn serve(slot: &'static Slot) {
