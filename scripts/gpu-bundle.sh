@@ -73,8 +73,11 @@ while read -r p; do [ -n "$p" ] && stage bench "$p" >>"$dest/benches.list"; done
 while read -r p; do [ -n "$p" ] && stage example "$p" >>"$dest/examples.list"; done <"$dest/examples.list.src"
 rm -f "$dest"/*.list.src
 # The device tool carries at most 64 MiB; the executables are ~10x that
-# compressed, so they travel as one xz archive that run.sh unpacks.
-tar -C "$dest" -cJf "$dest/bin.tar.xz" bin && rm -rf "$dest/bin"
+# compressed, so they travel as one xz archive that run.sh unpacks. Most of
+# each executable is the same library code: a dictionary larger than one
+# executable lets xz find it again in the next (80 MB with xz's default 8
+# MiB dictionary, 37 MB with this one, a few minutes on two cores).
+tar -C "$dest" -cf - bin | xz --lzma2=preset=6,dict=192MiB >"$dest/bin.tar.xz" && rm -rf "$dest/bin"
 
 cat >"$dest/run.sh" <<'RUNNER'
 #!/usr/bin/env bash
