@@ -905,7 +905,8 @@ mod tests {
         let f64s = |w: usize, s: usize, n: usize| column_prefetch(&|k| &y[k * s..k * s + w], 0, n);
         assert_eq!(f32s(256, 256, 8), Along);
         assert_eq!(f64s(256, 256, 8), Along);
-        // A page and less a row, with gaps: the rows ahead.
+        // Pieces of a page or less with gaps between them: the rows ahead;
+        // longer ones, the hardware's.
         assert_eq!(f32s(1024, 2048, 8), RowsAhead);
         assert_eq!(f64s(512, 2048, 8), RowsAhead);
         assert_eq!(f32s(1025, 2048, 8), Hardware);
