@@ -842,9 +842,10 @@ mod tests {
 
     /// A column leaf against each output's column folded in row order,
     /// bit for bit: the narrow tiles in registers, the wider ones through
-    /// memory a row at a time (the tile of 200 in segments, with the rows
-    /// ahead prefetched), and tiles whose accumulators outgrow L1 in
-    /// passes; rows a leaf apart with a gap after each.
+    /// memory a row at a time (in segments, prefetching the rows ahead
+    /// where the rows have gaps between them and along them where they lie
+    /// end to end), and tiles whose accumulators outgrow L1 in passes; a
+    /// leaf's worth of rows, with a gap after each and without.
     fn column_leaves_fold_rows_in_order<T: CpuElement, W: Compute, R: ReduceOps<W>>(
         make: impl Fn(usize) -> T,
         op: R,
