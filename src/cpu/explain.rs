@@ -6,9 +6,10 @@
 //! count, and asks the trees' own `Layout` which loop shape runs, so the
 //! explanation cannot drift from the backend.
 
+use super::element::strips_in_registers;
 use super::tree::{
-    splits, threads_split_rows, tile_width, Layout, LEAF, OUTER_LEAF_ROWS, PARALLEL_GRAIN,
-    REGISTER_TILE,
+    column_walk, splits, threads_split_rows, tile_width, ColumnWalk, Layout, LEAF, OUTER_LEAF_ROWS,
+    PARALLEL_GRAIN, REGISTER_TILE,
 };
 use super::{runs, team};
 use crate::iter::TensorIterator;
@@ -72,6 +73,10 @@ pub enum CpuStrategy {
         /// Whether the threads split the input rows (each tile as wide as
         /// it may be) rather than the columns.
         threads_split_rows: bool,
+        /// Whether a full tile's leaves fold strips of columns down their
+        /// rows, the strip's accumulators in registers, rather than a row
+        /// at a time.
+        strips: bool,
     },
 }
 
@@ -174,6 +179,13 @@ impl CpuPlan {
                 rows,
                 leaf_rows: OUTER_LEAF_ROWS,
                 threads_split_rows: threads_split_rows(inputs_per_output, threads),
+                strips: column_walk(
+                    &layout,
+                    tile,
+                    esize as usize,
+                    signature.acc.size_in_bytes(),
+                    strips_in_registers(signature.input),
+                ) != ColumnWalk::Rows,
             }
         } else if let Some(outputs_per_block) =
             runs::outputs_per_block(&layout, esize as usize, threads)
@@ -278,14 +290,17 @@ impl fmt::Display for CpuPlan {
                 rows,
                 leaf_rows,
                 threads_split_rows,
+                strips,
             } => {
                 writeln!(
                     f,
-                    "  strategy: outer column tiles of {tile} outputs ({tiles_per_row} per row x {rows} rows); each tile adds whole input rows{}",
+                    "  strategy: outer column tiles of {tile} outputs ({tiles_per_row} per row x {rows} rows); {}",
                     if *tile <= REGISTER_TILE {
-                        ", its accumulators in registers"
+                        "each tile adds whole input rows, its accumulators in registers"
+                    } else if *strips {
+                        "each leaf folds strips of columns down its rows, a strip's accumulators in registers"
                     } else {
-                        ""
+                        "each tile adds whole input rows"
                     }
                 )?;
                 writeln!(
@@ -392,6 +407,7 @@ mod tests {
                 rows: 1,
                 leaf_rows: 128,
                 threads_split_rows: false,
+                strips: false,
             }
         );
         // A transposed row sum is a column sum of the storage.
@@ -404,6 +420,7 @@ mod tests {
                 rows: 1,
                 leaf_rows: 128,
                 threads_split_rows: true,
+                strips: true,
             }
         );
         // Reducing the outer and inner dims: each output's inputs are runs
@@ -462,6 +479,12 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("registers"), "{text}");
+        // A middle dim of 32 outputs a row: leaves in half of L1, strips.
+        let strips = plan(&[100, 1000, 32], &[1], false).to_string();
+        assert!(
+            strips.contains("tiles of 32 outputs (1 per row x 100 rows); each leaf folds strips of columns down its rows"),
+            "{strips}"
+        );
         let narrow = plan(&[100_000, 5], &[0], false).to_string();
         assert!(
             narrow.contains("tiles of 5 outputs (1 per row x 1 rows); each tile adds whole input rows, its accumulators in registers"),
@@ -492,6 +515,7 @@ mod tests {
                 rows: 16,
                 leaf_rows: 128,
                 threads_split_rows: false,
+                strips: false,
             }
         );
         assert!(p.to_string().contains("input's order of the kept dims"));

@@ -6,7 +6,9 @@
 #[cfg(target_arch = "x86_64")]
 use super::element::CpuElement;
 #[cfg(target_arch = "x86_64")]
-use super::element::{accumulate_lanes_by8, accumulate_row_by8, fold_columns_by8, ROWS_PER_PASS};
+use super::element::{
+    accumulate_lanes_by8, accumulate_row_by8, fold_columns_by8, fold_strips_by8, ROWS_PER_PASS,
+};
 #[cfg(target_arch = "x86_64")]
 use super::ops::{Compute, ReduceOps};
 use crate::f16;
@@ -179,6 +181,35 @@ pub(super) unsafe fn fold_columns_f16c<W: Compute, R: ReduceOps<W>>(
         Ok(rows) => fold_columns_by8(rows, first, op, acc, widen8, f16::widen),
         Err(_) => fold_columns_by8(rows, first, op, acc, widen8, f16::widen),
     }
+}
+
+/// The f16 strips of a column leaf
+/// ([`super::element::CpuElement::fold_strips`]), each 8 elements of a
+/// row widened in registers.
+///
+/// # Safety
+/// The CPU must have AVX and F16C ([`has_f16c`]).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx,f16c")]
+pub(super) unsafe fn fold_strips_f16c<W: Compute, R: ReduceOps<W>>(
+    span: &[f16],
+    stride: usize,
+    n: usize,
+    first: usize,
+    op: &R,
+    acc: &mut [R::Acc],
+) {
+    fold_strips_by8(
+        span,
+        stride,
+        n,
+        first,
+        op,
+        acc,
+        // SAFETY: this function's features are the ones it needs.
+        |c| unsafe { f16x8_widen_f16c(c) },
+        f16::widen,
+    );
 }
 
 /// One f16 input row folded into a column tile's accumulators

@@ -487,14 +487,32 @@ fn reduce_outer<T: CpuElement, W: Compute, R: ReduceOps<W>>(
         let base = l.base + Layout::offset(&l.output[1..], first / width);
         par_blocks(row_out, tile, l.num_inputs, &|t, tile_out| {
             let mut acc = vec![op.identity(); tile_out.len()];
-            outer_tree(data, base + t, &l.reduce, 0, l.num_inputs, op, &mut acc);
+            let walk = column_walk(
+                l,
+                tile_out.len(),
+                size_of::<T>(),
+                size_of::<R::Acc>(),
+                T::strips_in_registers(),
+            );
+            outer_tree(
+                data,
+                base + t,
+                &l.reduce,
+                0,
+                l.num_inputs,
+                op,
+                walk,
+                &mut acc,
+            );
             tile_out.write(op, &acc)
         })
     })
 }
 
 /// Pairwise reduction, over reduce indices `lo..hi`, of input rows of
-/// `acc.len()` contiguous outputs, written to `acc`.
+/// `acc.len()` contiguous outputs, written to `acc`, each leaf walking its
+/// rows as `walk` says.
+#[allow(clippy::too_many_arguments)]
 fn outer_tree<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     data: &[T],
     start: usize,
@@ -502,15 +520,25 @@ fn outer_tree<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     lo: usize,
     hi: usize,
     op: &R,
+    walk: ColumnWalk,
     acc: &mut [R::Acc],
 ) {
     let w = acc.len();
     if hi - lo <= OUTER_LEAF_ROWS {
-        let row = |k| {
-            let at = start + Layout::offset(dims, k);
-            &data[at..at + w]
-        };
-        dispatch!(column_leaf(row, lo, hi, op, acc));
+        match walk {
+            ColumnWalk::Strips { stride } => {
+                let first = start + lo * stride;
+                let span = &data[first..first + (hi - lo - 1) * stride + w];
+                dispatch!(T::fold_strips(span, stride, hi - lo, lo, op, acc));
+            }
+            ColumnWalk::Rows => {
+                let row = |k| {
+                    let at = start + Layout::offset(dims, k);
+                    &data[at..at + w]
+                };
+                dispatch!(column_leaf(row, lo, hi, op, acc));
+            }
+        }
         return;
     }
     let mid = lo + (hi - lo) / 2;
@@ -520,11 +548,94 @@ fn outer_tree<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     maybe_join(
         (mid - lo) * w,
         (hi - mid) * w,
-        || outer_tree(data, start, dims, lo, mid, op, acc),
-        || outer_tree(data, start, dims, mid, hi, op, &mut right),
+        || outer_tree(data, start, dims, lo, mid, op, walk, acc),
+        || outer_tree(data, start, dims, mid, hi, op, walk, &mut right),
     );
     for (x, &y) in acc.iter_mut().zip(&right) {
         *x = op.combine(*x, y);
+    }
+}
+
+/// How the leaves of a column tile walk their rows ([`column_walk`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum ColumnWalk {
+    /// A row at a time, over accumulators in memory ([`column_leaf`]).
+    Rows,
+    /// A strip of columns at a time down every row, the strip's
+    /// accumulators in registers ([`CpuElement::fold_strips`]); the rows are
+    /// `stride` elements apart.
+    Strips { stride: usize },
+}
+
+/// Row strides that are a multiple of a larger power of two than this (in
+/// bytes) put a strip's rows in too few L1 sets: a strip reads the same
+/// columns of each row, and rows a multiple of 4 KiB apart land in one
+/// set. On the 2-core machine, in cache, strips down rows 4 and 24 KiB
+/// apart ran 2.7-3.4x slower than a row at a time, 1.5 and 24 KB apart
+/// level to faster.
+const STRIP_STRIDE_ALIGN: usize = 512;
+
+/// A leaf's span (its rows times their stride) up to which the strips of
+/// an input read from the caches find their pages in the TLB: a strip
+/// touches every row's page. Rows 256 KiB apart (a leaf over 32 MiB) ran
+/// 1.6-1.8x slower in strips on the 2-core machine, in cache; 25 KB apart
+/// (3.2 MiB) 1.4x faster.
+const STRIP_LEAF_SPAN: usize = 4 << 20;
+
+/// How a column tile of `tile` outputs walks its rows.
+///
+/// A row at a time, the accumulators are loaded and stored for each input
+/// vector, and a narrow tile pays a loop's setup for each row: in cache,
+/// on the 2-core machine, a middle dim of 32 to 96 outputs a row ran
+/// 1.6-2.8x slower than torch's strips. Strips keep their accumulators in
+/// registers, and read each row's piece in as many passes as there are
+/// strips. So strips, for accumulators of up to 8 bytes (`acc_bytes`:
+/// Welford's state and value-index pairs, whose folds are the work, ran
+/// 1.2-1.3x slower in strips), one reduced dim (rows one stride apart),
+/// tiles wider than the register tile ([`REGISTER_TILE`]), element types
+/// that widen in registers ([`CpuElement::strips_in_registers`]) and
+///
+/// - a leaf's rows that fit half of L1 ([`L1_ACCUMULATOR_BYTES`]), so
+///   that every strip after the first reads them from there wherever the
+///   input is: from DRAM, `[8388608, 20]` over 0 went from 19.6-21.5 to
+///   16.2-16.9 ms over three runs, a middle dim of 32 outputs a row (1 GB)
+///   level to 1.2x faster, where one of 64 (leaves of 32 KiB) ran 1.3x
+///   slower; or
+/// - an input read from the caches ([`team::TEAM_MAX_BYTES`]) whose rows
+///   spread over L1's sets ([`STRIP_STRIDE_ALIGN`]) and stay within the
+///   TLB's reach ([`STRIP_LEAF_SPAN`]), where the tile is a piece of a
+///   longer row (a row at a time restarts the hardware's prefetch at each
+///   piece anyway) or its leaf's rows fit L1. Longer rows end to end,
+///   which the hardware streams, keep a row at a time (`[2048, 1000]` over
+///   0 ran level either way).
+///
+/// Either way every output folds its rows in the same order: the walk
+/// never changes a result.
+pub(super) fn column_walk(
+    l: &Layout,
+    tile: usize,
+    elem_bytes: usize,
+    acc_bytes: usize,
+    strips_in_registers: bool,
+) -> ColumnWalk {
+    let &[(_, stride)] = l.reduce.as_slice() else {
+        return ColumnWalk::Rows;
+    };
+    if tile <= REGISTER_TILE || acc_bytes > 8 || !strips_in_registers {
+        return ColumnWalk::Rows;
+    }
+    let stride_bytes = stride.saturating_mul(elem_bytes);
+    let leaf_bytes = stride_bytes.saturating_mul(l.num_inputs.min(OUTER_LEAF_ROWS));
+    let in_half_of_l1 = leaf_bytes <= L1_ACCUMULATOR_BYTES / 2;
+    let cached = l.input_bytes(elem_bytes) <= team::TEAM_MAX_BYTES;
+    let spread =
+        stride_bytes != 0 && stride_bytes.trailing_zeros() <= STRIP_STRIDE_ALIGN.trailing_zeros();
+    let near = leaf_bytes <= STRIP_LEAF_SPAN;
+    let piece_or_in_l1 = stride > tile || leaf_bytes <= L1_ACCUMULATOR_BYTES;
+    if in_half_of_l1 || (cached && spread && near && piece_or_in_l1) {
+        ColumnWalk::Strips { stride }
+    } else {
+        ColumnWalk::Rows
     }
 }
 
@@ -765,6 +876,98 @@ mod tests {
         assert_eq!(tile_width(65536, 1, many, 4, 16), TILE);
         assert_eq!(tile_width(2048, 1, many - 1, 2, 16), MIN_TILE);
         assert_eq!(tile_width(2048, 1, many / 8, 2, 2), 2048);
+    }
+
+    #[test]
+    fn column_tiles_walk_strips_where_their_rows_are_in_cache() {
+        use ColumnWalk::*;
+        // `rows` input rows of `width` f32 outputs `stride` apart (one
+        // reduced dim), or over two reduced dims.
+        let layout = |rows: usize, stride: usize, width: usize, dims: usize| Layout {
+            reduce: if dims == 1 {
+                vec![(rows, stride)]
+            } else {
+                vec![(2, stride), (rows / 2, 2 * stride)]
+            },
+            output: vec![(width, 1)],
+            base: 0,
+            num_outputs: width,
+            num_inputs: rows,
+        };
+        let walk = |rows, stride, width, tile| {
+            column_walk(&layout(rows, stride, width, 1), tile, 4, 4, true)
+        };
+        // Leaves in half of L1 (128 rows of 32 f32): strips, from DRAM too.
+        assert_eq!(walk(1 << 22, 32, 32, 32), Strips { stride: 32 });
+        // Leaves of 32 KiB from DRAM: a row at a time; read from the
+        // caches: strips.
+        assert_eq!(walk(1 << 20, 64, 64, 64), Rows);
+        assert_eq!(walk(1 << 10, 64, 64, 64), Strips { stride: 64 });
+        // Longer rows end to end, in cache: a row at a time.
+        assert_eq!(walk(2048, 1000, 1000, 1000), Rows);
+        // A piece of a longer row in cache: strips, unless the stride is a
+        // multiple of 1 KiB or more (few L1 sets) or the leaf spans more
+        // than the TLB holds.
+        assert_eq!(walk(333, 6432, 6432, 1024), Strips { stride: 6432 });
+        assert_eq!(walk(128, 65536, 65536, 1024), Rows);
+        assert_eq!(walk(1024, 6144, 6144, 1024), Rows);
+        assert_eq!(walk(128, 65600, 65600, 1024), Rows);
+        // The same piece of a row from DRAM: a row at a time.
+        assert_eq!(walk(1 << 16, 6432, 6432, 1024), Rows);
+        // The register tile, several reduced dims, wide accumulators, an
+        // element type that does not widen in registers: never strips.
+        assert_eq!(walk(1 << 10, 8, 8, 8), Rows);
+        let one_leaf = layout(1 << 10, 32, 32, 1);
+        assert_eq!(
+            column_walk(&layout(1 << 10, 32, 32, 2), 32, 4, 4, true),
+            Rows
+        );
+        assert_eq!(column_walk(&one_leaf, 32, 4, 16, true), Rows);
+        assert_eq!(column_walk(&one_leaf, 32, 2, 4, false), Rows);
+        assert_eq!(
+            column_walk(&one_leaf, 32, 8, 8, true),
+            Strips { stride: 32 }
+        );
+        // A broadcast reduced dim (stride 0) reads one row again and again.
+        assert_eq!(walk(1 << 10, 0, 32, 32), Strips { stride: 0 });
+    }
+
+    /// The strips of a column tile against a row at a time, bit for bit,
+    /// through the whole tree: ragged strips, rows end to end and with
+    /// gaps, one leaf and several.
+    #[test]
+    fn column_strips_fold_as_rows_do() {
+        let x: Vec<f32> = (0..300 * 200).map(value).collect();
+        for (rows, w, gap) in [
+            (300, 13, 0),
+            (300, 37, 5),
+            (130, 50, 0),
+            (129, 64, 3),
+            (7, 9, 1),
+        ] {
+            let stride = w + gap;
+            let dims = [(rows, stride)];
+            let mut strips = vec![0f32; w];
+            let mut by_row = vec![0f32; w];
+            let strip = ColumnWalk::Strips { stride };
+            outer_tree(&x, 3, &dims, 0, rows, &SumOps, strip, &mut strips);
+            outer_tree(
+                &x,
+                3,
+                &dims,
+                0,
+                rows,
+                &SumOps,
+                ColumnWalk::Rows,
+                &mut by_row,
+            );
+            let bits = |v: &[f32]| v.iter().map(|a| a.to_bits()).collect::<Vec<_>>();
+            assert_eq!(
+                bits(&strips),
+                bits(&by_row),
+                "{rows} rows of {w}, gap {gap}"
+            );
+        }
     }
 
     /// The short-rows loop against a row at a time through the tree, bit
