@@ -25,6 +25,17 @@ The rule (the JSON carries it in "about" too):
   with rotate = 1 (`_l2`) to show what the L2 gives.
 - `quick_base_shape` is the same case at about 8 MiB (4 MiB for 8-byte
   dtypes), for `--quick` runs on small machines.
+
+It also writes benches/odd_layouts.json, layouts off the sweep's powers of
+two, each in one dtype, sized and rotated by the same rule: rows of 6, 9,
+12, 33, 37, 127, 255, 999, 1001 and 50257 (no vector divides most of them,
+and most rows start unaligned); columns of an odd width (no output vector
+fits, rows start unaligned) from 3 to 2048 high; channel statistics with an
+odd H·W; two reduced dims that coalesce into rows of 63; an odd middle dim
+and a narrow one (32 outputs a row); a transposed and a permuted view of
+odd sizes; a full sum of an odd count; and small column and middle-dim sums
+(under 10 MB), each rotated and, as `_cached`, read from the caches (rotate
+= 1).
 """
 
 import json
@@ -118,18 +129,58 @@ def sweep():
     return cases
 
 
+def odd_width(dtype, height):
+    """An odd column count for `height` rows at the target size."""
+    return max(1, target(dtype, False) // (height * ESIZE[dtype])) | 1
+
+
+def odd_layouts():
+    cases = []
+    for dtype, length in [("f32", 6), ("f32", 9), ("f16", 12), ("bf16", 33), ("i64", 37),
+                          ("f32", 127), ("f16", 255), ("f64", 999), ("f32", 1001), ("f16", 50257)]:
+        rows = lambda quick: max(1, target(dtype, quick) // (length * ESIZE[dtype]))  # noqa: E731
+        cases.append(case(f"{dtype}_inner_L{length}", [rows(False), length], [rows(True), length], [1], dtype))
+    for dtype, height in [("f16", 3), ("bf16", 7), ("f64", 5), ("f16", 16), ("f32", 64), ("f16", 2048)]:
+        width = odd_width(dtype, height)
+        quick = max(1, target(dtype, True) // (height * ESIZE[dtype])) | 1
+        cases.append(case(f"{dtype}_outer_L{height}_W{width}", [height, width], [height, quick], [0], dtype))
+    cases += [
+        nd("chanstats_32_3_223_223", [32, 3, 223, 223], [0, 2, 3]),
+        nd("chanstats_bf16_64_96_27_27", [64, 96, 27, 27], [0, 2, 3], dtype="bf16"),
+        nd("two_dims_1065220_7_9", [1065220, 7, 9], [1, 2]),
+        nd("middle_1000_333_201", [1000, 333, 201], [1]),
+        nd("transposed_8191_8193", [8191, 8193], [1], view="transpose(0,1)", quick=[255, 8193]),
+        nd("permuted_255_257_1023", [255, 257, 1023], [2], view="permute(2,0,1)", quick=[7, 257, 1023]),
+        nd("full_67108863", [67108863], [0], quick=[2097151]),
+        nd("middle_2048_1000_32", [2048, 1000, 32], [1]),
+        nd("small_columns_333_6432", [333, 6432], [0], quick=[333, 6432]),
+        nd("small_columns_333_6432_cached", [333, 6432], [0], rot=1, quick=[333, 6432]),
+        nd("small_middle_256_100_50", [256, 100, 50], [1], quick=[256, 100, 50]),
+        nd("small_middle_256_100_50_cached", [256, 100, 50], [1], rot=1, quick=[256, 100, 50]),
+    ]
+    names = [c["name"] for c in cases]
+    assert len(names) == len(set(names)), "case names are unique"
+    return cases
+
+
+def write(name, about, cases):
+    path = ROOT / "benches" / name
+    path.write_text(json.dumps({"about": about, "cases": cases}, indent=1) + "\n")
+    total = sum(c["input_bytes"] for c in cases)
+    print(f"wrote {path}: {len(cases)} cases, {total / 1e9:.1f} GB of input in all")
+
+
 def main():
-    doc = {
-        "about": "The shape sweep, written by scripts/gen_sweep.py (its docstring is the rule; edit the script, not this file). "
-        "Same fields as suite.json, plus rotate (copies of the input cycled through, so that inputs under 128 MiB are read "
-        "from DRAM on every call) and quick_base_shape (the case at about 8 MiB, for --quick). i64 inputs are integers "
-        "in [-1000, 1000), the others randn.",
-        "cases": sweep(),
-    }
-    path = ROOT / "benches" / "sweep.json"
-    path.write_text(json.dumps(doc, indent=1) + "\n")
-    total = sum(c["input_bytes"] for c in doc["cases"])
-    print(f"wrote {path}: {len(doc['cases'])} cases, {total / 1e9:.1f} GB of input in all")
+    write("sweep.json",
+          "The shape sweep, written by scripts/gen_sweep.py (its docstring is the rule; edit the script, not this file). "
+          "Same fields as suite.json, plus rotate (copies of the input cycled through, so that inputs under 128 MiB are read "
+          "from DRAM on every call) and quick_base_shape (the case at about 8 MiB, for --quick). i64 inputs are integers "
+          "in [-1000, 1000), the others randn.",
+          sweep())
+    write("odd_layouts.json",
+          "Layouts off the sweep's powers of two, written by scripts/gen_sweep.py (its docstring is the rule). "
+          "Same fields as sweep.json.",
+          odd_layouts())
 
 
 if __name__ == "__main__":
