@@ -416,6 +416,14 @@ fn write_short_rows(
             c.input_vec_size,
             super::SHORT_ROWS_MAX_VECTORS_PER_LANE
         )?;
+    } else if rows.staged {
+        writeln!(
+            f,
+            "    - the only reduced dim is contiguous with {} inputs, no 16-byte load fits a row (its length or its start), and a row is at most {} B, packed from a {}-byte aligned base: a warp's rows are one aligned span, staged through shared memory with 16-byte copies, and each lane reduces its own row from there (lanes sharing a row through narrower loads, or scalar loads that touch every sector of the warp's rows, read less)",
+            rows.row_len,
+            super::STAGED_ROW_MAX_BYTES,
+            super::SHORT_ROWS_STAGE_ALIGN
+        )?;
     } else {
         writeln!(
             f,
@@ -423,13 +431,6 @@ fn write_short_rows(
             rows.row_len,
             super::SCALAR_ROW_MAX_BYTES
         )?;
-        if rows.staged {
-            writeln!(
-                f,
-                "    - the rows are packed from a {}-byte aligned base, so a warp's rows are one aligned span: staged through shared memory, they are read with 16-byte copies instead of a scalar load per input that touches every sector of the warp's rows",
-                super::SHORT_ROWS_STAGE_ALIGN
-            )?;
-        }
     }
     if let Some(pt) = &launch.pytorch_config {
         let per_load = if pt.vectorize_input {

@@ -42,6 +42,17 @@ pub const SHORT_ROWS_MIN_BLOCKS_PER_SM: u32 = 4;
 /// L1 (32 bytes: a warp's 8 rows a lane are 8 KiB).
 pub const SCALAR_ROW_MAX_BYTES: u64 = 32;
 
+/// Packed rows of at most this many bytes that no 16-byte load fits (an
+/// odd length, or one that only narrower vectors divide) are staged a lane
+/// each ([`ShortRows::staged`]): a warp's rows are one span, copied 16
+/// bytes at a time whatever their length. Lanes sharing a row through
+/// narrower loads left those rows short of the read: on an H200, rows of
+/// 9 f32 (9 lanes of 4-byte loads) ran at 31% of the read ceiling and 0.47x
+/// CUB, rows of 6 f32 and 12 f16 (lanes of 8-byte loads) at 62-63%. 64
+/// bytes keeps two rows a thread in a block's stage
+/// ([`SHORT_ROWS_STAGE_BYTES`]).
+pub const STAGED_ROW_MAX_BYTES: u64 = 64;
+
 /// Shared memory a block of [`Strategy::ShortRows`] may stage packed
 /// scalar rows in ([`ShortRows::staged`]); rows per thread are capped so a
 /// block's spans fit. 48 KiB is the most dynamic shared memory a launch
@@ -214,8 +225,9 @@ pub struct ShortRows {
     /// [`SHORT_ROWS_MAX_VECTORS_PER_LANE`] vectors each), or 1 for rows of
     /// up to [`SCALAR_ROW_MAX_BYTES`] that take scalar loads.
     pub lanes_per_row: u32,
-    /// Scalar rows (a lane each) that are packed, each row starting where
-    /// the one before ends from a 16-byte aligned base: a warp's rows are
+    /// Rows (a lane each) that are packed, each row starting where the one
+    /// before ends from a 16-byte aligned base, of at most
+    /// [`STAGED_ROW_MAX_BYTES`] and no 16-byte load fits: a warp's rows are
     /// then one aligned span, which the warp copies into shared memory with
     /// 16-byte copies before each lane reduces its own row from there. Read
     /// scalar by scalar from global memory, neighbouring lanes' loads are a
@@ -563,19 +575,25 @@ fn short_rows(iter: &TensorIterator, signature: &Signature, warp_size: u32) -> O
     {
         row_vec_size /= 2;
     }
-    let scalar_rows = row_vec_size == 1 && row_len * scalar <= SCALAR_ROW_MAX_BYTES;
-    let lanes_per_row = if scalar_rows {
-        1
+    let row_bytes = row_len * scalar;
+    let staged = row_vec_size * scalar < 16
+        && row_bytes <= STAGED_ROW_MAX_BYTES
+        && rows_packed(iter, row_bytes)
+        && iter.data_offset(TensorIterator::INPUT) % SHORT_ROWS_STAGE_ALIGN == 0;
+    let scalar_rows = staged || (row_vec_size == 1 && row_bytes <= SCALAR_ROW_MAX_BYTES);
+    let (row_vec_size, lanes_per_row) = if scalar_rows {
+        (1, 1)
     } else {
-        lanes_for_vectors(row_len / row_vec_size, u64::from(warp_size))?
+        (
+            row_vec_size,
+            lanes_for_vectors(row_len / row_vec_size, u64::from(warp_size))?,
+        )
     };
     Some(ShortRows {
         row_len: row_len as u32,
         row_vec_size: row_vec_size as u32,
         lanes_per_row: lanes_per_row as u32,
-        staged: scalar_rows
-            && rows_packed(iter, row_len * scalar)
-            && iter.data_offset(TensorIterator::INPUT) % SHORT_ROWS_STAGE_ALIGN == 0,
+        staged,
     })
 }
 

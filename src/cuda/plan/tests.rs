@@ -264,14 +264,17 @@ fn short_rows_share_warps_and_keep_loads_in_flight() {
     // aligned to one, take narrower loads; rows of at most 32 bytes that
     // take scalars get a lane each (7 and 8 f32, rows 36 bytes apart or one
     // element off a vector boundary), the rest a lane per vector; packed
-    // rows from an aligned base are staged. 1000 rows fill no wave: one row
+    // rows of up to 64 bytes from an aligned base are staged (9 f32, not 9
+    // with a gap nor 17). 1000 rows fill no wave: one row
     // per thread, 1000 / (32 x 8) -> 4 blocks.
     for (shape, strides, offset, expected) in [
         (vec![1000usize, 7], vec![7isize, 1], 0usize, staged(7)),
         (vec![1000, 8], vec![9, 1], 0, rows(8, 1, 1)),
         (vec![1000, 8], vec![8, 1], 1, rows(8, 1, 1)),
         (vec![1000, 8], vec![8, 1], 2, rows(8, 2, 4)),
-        (vec![1000, 9], vec![9, 1], 0, rows(9, 1, 9)),
+        (vec![1000, 9], vec![9, 1], 0, staged(9)),
+        (vec![1000, 9], vec![10, 1], 0, rows(9, 1, 9)),
+        (vec![1000, 17], vec![17, 1], 0, rows(17, 1, 17)),
     ] {
         let l = only(&plan(&shape, &strides, offset, &[1], DType::F32)).clone();
         assert_eq!(l.strategy, expected, "{shape:?} {strides:?} +{offset}");
@@ -373,10 +376,18 @@ fn packed_scalar_rows_are_staged_through_shared_memory() {
         );
         assert!(l.shared_memory_bytes <= SHORT_ROWS_STAGE_BYTES);
     }
-    // Every dtype whose odd rows fit 32 bytes; kept dims that coalesce
-    // ([64, 300, 5]), a base 16 bytes in, a tail warp (1000 rows).
+    // Every dtype whose odd rows fit 32 bytes; rows of up to 64 bytes that
+    // only vectors under 16 bytes fit (6, 9 and 15 f32, 12 f16, 2 bf16);
+    // kept dims that coalesce ([64, 300, 5]), a base 16 bytes in, a tail
+    // warp (1000 rows).
     for (shape, offset, dtype) in [
-        (vec![100_000usize, 7], 0usize, DType::F16),
+        (vec![100_000usize, 6], 0usize, DType::F32),
+        (vec![100_000, 9], 0, DType::F32),
+        (vec![100_000, 15], 0, DType::F32),
+        (vec![100_000, 12], 0, DType::F16),
+        (vec![100_000, 2], 0, DType::BF16),
+        (vec![1000, 6], 0, DType::F16),
+        (vec![100_000, 7], 0, DType::F16),
         (vec![100_000, 3], 0, DType::F64),
         (vec![100_000, 31], 0, DType::U8),
         (vec![100_000, 3], 0, DType::Bool),
@@ -390,7 +401,7 @@ fn packed_scalar_rows_are_staged_through_shared_memory() {
     }
     // Not staged: a base off 16 bytes (2 f32 in), rows with a gap between
     // them (a column slice), kept dims out of memory order (a transposed
-    // view), and rows a vector fits.
+    // view), rows a 16-byte vector fits, and rows over 64 bytes.
     let not_staged = [
         (
             vec![1000usize, 7],
@@ -402,7 +413,8 @@ fn packed_scalar_rows_are_staged_through_shared_memory() {
         (vec![1000, 7], vec![9, 1], 0, vec![1], DType::F32),
         (vec![30, 40, 7], vec![7, 210, 1], 0, vec![2], DType::F32),
         (vec![1000, 8], vec![8, 1], 0, vec![1], DType::F32),
-        (vec![1000, 6], vec![6, 1], 0, vec![1], DType::F16),
+        (vec![1000, 17], vec![17, 1], 0, vec![1], DType::F32),
+        (vec![1000, 10], vec![10, 1], 0, vec![1], DType::F64),
     ];
     for (shape, strides, offset, reduce, dtype) in not_staged {
         let l = strategy(&shape, &strides, offset, &reduce, dtype);
