@@ -419,7 +419,7 @@ fn write_short_rows(
     } else if rows.staged {
         writeln!(
             f,
-            "    - the only reduced dim is contiguous with {} inputs, no 16-byte load fits a row (its length or its start), and a row is at most {} B, packed from a {}-byte aligned base: a warp's rows are one aligned span, staged through shared memory with 16-byte copies, and each lane reduces its own row from there (lanes sharing a row through narrower loads, or scalar loads that touch every sector of the warp's rows, read less)",
+            "    - the only reduced dim is contiguous with {} inputs, no 16-byte load fits a row (its length or its start) nor does one narrower load, and a row is at most {} B, packed from a {}-byte aligned base: a warp's rows are one aligned span, staged through shared memory with 16-byte copies, and each lane reduces its own row from there (lanes sharing a row through narrower loads, or scalar loads that touch every sector of the warp's rows, read less)",
             rows.row_len,
             super::STAGED_ROW_MAX_BYTES,
             super::SHORT_ROWS_STAGE_ALIGN

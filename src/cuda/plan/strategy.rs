@@ -43,14 +43,17 @@ pub const SHORT_ROWS_MIN_BLOCKS_PER_SM: u32 = 4;
 pub const SCALAR_ROW_MAX_BYTES: u64 = 32;
 
 /// Packed rows of at most this many bytes that no 16-byte load fits (an
-/// odd length, or one that only narrower vectors divide) are staged a lane
-/// each ([`ShortRows::staged`]): a warp's rows are one span, copied 16
-/// bytes at a time whatever their length. Lanes sharing a row through
-/// narrower loads left those rows short of the read: on an H200, rows of
-/// 9 f32 (9 lanes of 4-byte loads) ran at 31% of the read ceiling and 0.47x
-/// CUB, rows of 6 f32 and 12 f16 (lanes of 8-byte loads) at 62-63%. 64
-/// bytes keeps two rows a thread in a block's stage
-/// ([`SHORT_ROWS_STAGE_BYTES`]).
+/// odd length, or one that only narrower vectors divide) and that take
+/// more than one load are staged a lane each ([`ShortRows::staged`]): a
+/// warp's rows are one span, copied 16 bytes at a time whatever their
+/// length. Lanes sharing a row through narrower loads left those rows
+/// short of the read: on an H200, rows of 9 f32 (9 lanes of 4-byte loads)
+/// ran at 31% of the read ceiling and 0.47x CUB, rows of 6 f32 and 12 f16
+/// (lanes of 8-byte loads) at 62-63%; staged, 80%, 78% and 69% (1.36x,
+/// 1.38x and 0.89x CUB). A row of one load keeps it, a lane each: staged,
+/// rows of 2 f32, f16 and bf16 ran 1.3-1.7x slower than in an earlier
+/// H200 sweep (CuPy's times level across the two). 64 bytes keeps two
+/// rows a thread in a block's stage ([`SHORT_ROWS_STAGE_BYTES`]).
 pub const STAGED_ROW_MAX_BYTES: u64 = 64;
 
 /// Shared memory a block of [`Strategy::ShortRows`] may stage packed
@@ -227,7 +230,8 @@ pub struct ShortRows {
     pub lanes_per_row: u32,
     /// Rows (a lane each) that are packed, each row starting where the one
     /// before ends from a 16-byte aligned base, of at most
-    /// [`STAGED_ROW_MAX_BYTES`] and no 16-byte load fits: a warp's rows are
+    /// [`STAGED_ROW_MAX_BYTES`], that no 16-byte load fits and that take
+    /// more than one load: a warp's rows are
     /// then one aligned span, which the warp copies into shared memory with
     /// 16-byte copies before each lane reduces its own row from there. Read
     /// scalar by scalar from global memory, neighbouring lanes' loads are a
@@ -577,6 +581,7 @@ fn short_rows(iter: &TensorIterator, signature: &Signature, warp_size: u32) -> O
     }
     let row_bytes = row_len * scalar;
     let staged = row_vec_size * scalar < 16
+        && row_len > row_vec_size
         && row_bytes <= STAGED_ROW_MAX_BYTES
         && rows_packed(iter, row_bytes)
         && iter.data_offset(TensorIterator::INPUT) % SHORT_ROWS_STAGE_ALIGN == 0;
