@@ -503,9 +503,9 @@ fn packed_short_rows_are_staged() {
         return;
     };
     // Packed rows no 16-byte vector fits, of more than one load, of every
-    // element size and up to 64 bytes, with a partial last warp where the row count is not a
-    // multiple of 32; and rows of 7 with a gap between them, which a lane
-    // reads from global memory.
+    // element size and up to 64 bytes, with a partial last warp where the
+    // row count is not a multiple of 32; and rows of 7 with a gap between
+    // them, which a lane reads from global memory.
     let packed = [
         (DType::F32, [300_001, 9], None),
         (DType::F32, [200_003, 6], None),

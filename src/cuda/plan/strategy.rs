@@ -231,9 +231,9 @@ pub struct ShortRows {
     /// Rows (a lane each) that are packed, each row starting where the one
     /// before ends from a 16-byte aligned base, of at most
     /// [`STAGED_ROW_MAX_BYTES`], that no 16-byte load fits and that take
-    /// more than one load: a warp's rows are
-    /// then one aligned span, which the warp copies into shared memory with
-    /// 16-byte copies before each lane reduces its own row from there. Read
+    /// more than one load: a warp's rows are then one aligned span, which
+    /// the warp copies into shared memory with 16-byte copies before each
+    /// lane reduces its own row from there. Read
     /// scalar by scalar from global memory, neighbouring lanes' loads are a
     /// row apart and every load instruction touches all of the warp's
     /// sectors; rows of 7 f32 then ran at 36% of the read.

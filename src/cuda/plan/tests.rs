@@ -265,8 +265,8 @@ fn short_rows_share_warps_and_keep_loads_in_flight() {
     // take scalars get a lane each (7 and 8 f32, rows 36 bytes apart or one
     // element off a vector boundary), the rest a lane per vector; packed
     // rows of up to 64 bytes from an aligned base are staged (9 f32, not 9
-    // with a gap nor 17). 1000 rows fill no wave: one row
-    // per thread, 1000 / (32 x 8) -> 4 blocks.
+    // with a gap nor 17). 1000 rows fill no wave: one row per thread,
+    // 1000 / (32 x 8) -> 4 blocks.
     for (shape, strides, offset, expected) in [
         (vec![1000usize, 7], vec![7isize, 1], 0usize, staged(7)),
         (vec![1000, 8], vec![9, 1], 0, rows(8, 1, 1)),
