@@ -109,10 +109,12 @@ struct Array {
 // (including 64-bit ones) goes through one code path. Callers are
 // block-uniform, so the lanes that exist are exactly the participants: a
 // block smaller than a warp (a tiny reduction) names only its own lanes.
-__device__ __forceinline__ uint32_t shfl_down_u32(uint32_t v, int offset) {
+__device__ __forceinline__ uint32_t block_lanes_mask() {
   const uint32_t n = blockDim.x * blockDim.y * blockDim.z;
-  const uint32_t mask = n >= 32 ? 0xffffffffu : ((1u << n) - 1u);
-  return __shfl_down_sync(mask, v, offset);
+  return n >= 32 ? 0xffffffffu : ((1u << n) - 1u);
+}
+__device__ __forceinline__ uint32_t shfl_down_u32(uint32_t v, int offset) {
+  return __shfl_down_sync(block_lanes_mask(), v, offset);
 }
 __device__ __forceinline__ float shfl_down(float v, int offset) {
   return __uint_as_float(shfl_down_u32(__float_as_uint(v), offset));
@@ -127,6 +129,24 @@ __device__ __forceinline__ double shfl_down(double v, int offset) {
   return __longlong_as_double(shfl_down(__double_as_longlong(v), offset));
 }
 __device__ __forceinline__ bool shfl_down(bool v, int offset) { return shfl_down_u32(v ? 1u : 0u, offset) != 0; }
+
+// Any accumulator from lane `src_lane` of the warp, moved as its 32-bit
+// words: unlike the functors' warp_shfl_down, which move each field, this
+// needs nothing of the type but its bytes, so every functor's arg_t has it
+// as it is. (A source past the warp wraps around it, as __shfl_sync does.)
+template <typename T>
+__device__ __forceinline__ T shfl_bits(T v, uint32_t src_lane) {
+  constexpr int kWords = (int)((sizeof(T) + 3) / 4);
+  uint32_t words[kWords] = {};
+  memcpy(words, &v, sizeof(T));
+#pragma unroll
+  for (int i = 0; i < kWords; i++) {
+    words[i] = __shfl_sync(block_lanes_mask(), words[i], (int)src_lane);
+  }
+  T out;
+  memcpy(&out, words, sizeof(T));
+  return out;
+}
 
 // The bounds of the compute types, the identities of max and min: infinities
 // for floats (so NaN and every finite value beat them), the extreme values

@@ -1027,6 +1027,97 @@ fn ops_on_every_path(test: &str, ops: &[ReduceOp]) {
     ops_on_cases(dev, ops, &DType::ALL, &cases);
 }
 
+/// ShortRows' spread combine, where each of a row's first lanes (up to 8)
+/// ends with whole rows of a thread's full set of 8 and stores them, for
+/// every op and a 2-, 4- and 8-byte dtype: rows of 2 to 32 lanes of one
+/// 16-byte load each, row groups that do not tile a warp (5 and 25 lanes;
+/// 11 lanes of 3 loads), and rows of 16 of a narrowed middle dim (kept
+/// dims that do not coalesce), each with enough rows for 8 a thread on
+/// this device and a ragged last CTA. Against the CPU as in
+/// [`ops_on_every_path`], and twice on the GPU, bit for bit.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn ops_on_rows_spread_over_lanes() {
+    let Some((dev, props)) = gpu("ops_on_rows_spread_over_lanes") else {
+        return;
+    };
+    let full = tensor_reduce::cuda::plan::SHORT_ROWS_MAX_ROWS_PER_THREAD;
+    // The lanes per row of each op's spread plans, over all cases.
+    let mut spread_lanes =
+        std::collections::BTreeMap::<String, std::collections::BTreeSet<u32>>::new();
+    for dt in [DType::F16, DType::F32, DType::F64] {
+        let vec = 16 / dt.size_in_bytes();
+        let row_lens = [2, 4, 5, 8, 16, 25, 32, 33].map(|vectors| vectors * vec);
+        for (i, row_len) in row_lens.into_iter().map(Some).chain([None]).enumerate() {
+            // Rows for 8 a thread: a full wave of CTAs, each taking a CTA
+            // pass of rows (found from a small probe's plan) 8 times.
+            let probe_shape = |rows: usize| match row_len {
+                Some(len) => vec![rows, len],
+                None => vec![2, rows / 2 + 3, 16],
+            };
+            let view = |t: &Tensor| match row_len {
+                Some(_) => t.clone(),
+                None => {
+                    let kept = t.shape()[1] - 3;
+                    t.narrow(1, 1, kept).unwrap()
+                }
+            };
+            let probe = view(&Tensor::zeros(&probe_shape(64), dt, Device::Cpu).unwrap());
+            let plan = probe.explain(ReduceOp::Sum, &[-1], false, &props).unwrap();
+            let step = plan.launches[0].config.step_output as usize;
+            let wave =
+                (props.sm_count * tensor_reduce::cuda::plan::SHORT_ROWS_MIN_BLOCKS_PER_SM) as usize;
+            let rows = wave * step * full as usize + step / 2 + 1;
+            let x =
+                Tensor::randint(-1, 2, &probe_shape(rows), dt, Device::Cpu, 40 + i as u64).unwrap();
+            let xg = view(&x.to_device(dev).unwrap());
+            let xc = view(&x);
+            for op in ReduceOp::ALL {
+                if op.output_dtype(dt, None).is_err() {
+                    continue;
+                }
+                let what = format!("{op} {dt} {:?}", xc.shape());
+                let plan = xg.explain(op, &[-1], false, &props).unwrap();
+                let l = &plan.launches[0];
+                let lanes = l.config.lanes_per_row;
+                if lanes > 1 && l.config.rows_per_thread == full {
+                    spread_lanes
+                        .entry(op.to_string())
+                        .or_default()
+                        .insert(lanes);
+                }
+                let want = apply(op, &xc, &[-1]);
+                let got = apply(op, &xg, &[-1]);
+                for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+                    assert_eq!((g.shape(), g.dtype()), (w.shape(), w.dtype()), "{what}");
+                    if exact(op) {
+                        assert_eq!(bits(g), bits(w), "{what} output {k}: GPU differs from CPU");
+                    } else {
+                        assert_close(g, w, &format!("{what} output {k}"));
+                    }
+                }
+                let again = apply(op, &xg, &[-1]);
+                for (k, (a, g)) in again.iter().zip(&got).enumerate() {
+                    assert_eq!(bits(a), bits(g), "{what} output {k}: not deterministic");
+                }
+            }
+        }
+    }
+    // Every op spread its rows, over lanes from 2 to a warp between them.
+    for op in ReduceOp::ALL {
+        let seen = spread_lanes.get(&op.to_string());
+        assert!(
+            seen.is_some_and(|s| s.len() >= 3 && s.contains(&32)),
+            "{op}: spread over lanes {seen:?}"
+        );
+    }
+    let all: std::collections::BTreeSet<u32> = spread_lanes.values().flatten().copied().collect();
+    assert!(
+        [2, 4, 5, 8, 11, 16, 25, 32].iter().all(|l| all.contains(l)),
+        "spread over lanes {all:?}"
+    );
+}
+
 /// A base shape, the view of it to reduce, and the dims.
 type OpsCase = (Vec<usize>, fn(&Tensor) -> Tensor, Vec<isize>);
 

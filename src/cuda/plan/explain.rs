@@ -340,6 +340,26 @@ fn write_launch(
     Ok(())
 }
 
+/// How the lanes of a ShortRows row combine and who stores it: the kernel
+/// spreads a thread's rows over the row's lanes when it holds a full set
+/// of them (`spread_rows` in kernels/reduce.cuh), else folds them into the
+/// row's first lane.
+fn lane_combine(lanes: u32, rows_per_thread: u32) -> String {
+    let full = super::SHORT_ROWS_MAX_ROWS_PER_THREAD;
+    if lanes == 1 {
+        "a row is one lane's, no shuffles".to_string()
+    } else if rows_per_thread == full {
+        // The most lanes, as a power of two, that split the rows evenly.
+        let storing = 1 << lanes.min(full).ilog2();
+        format!(
+            "lanes of a row combine by shuffles that spread its thread's {full} rows over its first {storing} lanes, each storing {}",
+            if full / storing == 1 { "one".to_string() } else { format!("{}", full / storing) }
+        )
+    } else {
+        "lanes of a row combine by shuffles into its first lane, which stores it".to_string()
+    }
+}
+
 /// A [`Strategy::ShortRows`] launch: who reads what, and why not PyTorch's
 /// plan.
 fn write_short_rows(
@@ -378,11 +398,7 @@ fn write_short_rows(
         f,
         "  CTAs: 1 per output (no global reduce); grid.x = {} CTAs; {}; {}",
         launch.grid[0],
-        if rows.lanes_per_row == 1 {
-            "a row is one lane's, no shuffles"
-        } else {
-            "lanes of a row combine by shuffles"
-        },
+        lane_combine(rows.lanes_per_row, c.rows_per_thread),
         if c.stage_rows {
             format!(
                 "{} B of shared memory: each warp copies its {} rows ({} B, one span) 16 B a lane at a time, every span of a thread's rows before any is reduced, and each lane reduces its row from there",

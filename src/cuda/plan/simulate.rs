@@ -152,7 +152,8 @@ pub fn simulate_launch(
 /// `short_rows`' reads: lane `tx % lanes_per_row` of row group
 /// `tx / lanes_per_row` loads vectors `lane`, `lane + lanes_per_row`, ...
 /// of `row_vec_size` inputs of each of its `rows_per_thread` rows,
-/// `step_output` rows apart; lane 0 of the group stores the row. Every
+/// `step_output` rows apart (which lane then stores a row is the kernel's
+/// combine, not the plan's map, so it is not modelled here). Every
 /// load must be aligned to its width. Under `stage_rows` a lane reads its
 /// row where the kernel finds it in shared memory: `lane * row_len` inputs
 /// into its warp's span, copied 16 bytes at a time from the warp's first

@@ -257,6 +257,18 @@ fn short_rows_share_warps_and_keep_loads_in_flight() {
     assert_eq!((h.config.rows_per_thread, h.grid), (8, [1024, 1, 1]));
     let h = only(&plan(&[1 << 16, 16], &[16, 1], 0, &[1], DType::F16)).clone();
     assert_eq!((h.config.rows_per_thread, h.grid), (1, [512, 1, 1]));
+    // Which lanes store, as the kernel's spread_rows and tree decide: with
+    // 8 rows a thread the first lanes of a power of two (at most 8) store
+    // 8 / that many each; with fewer, a row's first lane stores it.
+    for (shape, says) in [
+        ([1 << 20, 8], "over its first 2 lanes, each storing 4"),
+        ([600_000, 20], "over its first 4 lanes, each storing 2"),
+        ([140_000, 100], "over its first 8 lanes, each storing one"),
+        ([1 << 10, 100], "into its first lane, which stores it"),
+    ] {
+        let text = plan(&shape, &[shape[1] as isize, 1], 0, &[1], DType::F32).to_string();
+        assert!(text.contains(says), "{shape:?}: {text}");
+    }
     // 2^18 rows: 8 leave 256, 4 512, 2 1024 >= 528: 2.
     let h = only(&plan(&[1 << 18, 16], &[16, 1], 0, &[1], DType::F16)).clone();
     assert_eq!((h.config.rows_per_thread, h.grid), (2, [1024, 1, 1]));
