@@ -276,7 +276,8 @@ struct ReduceOp {
   // (`step_output` rows) apart, and issues all their loads before reducing
   // any: with a single load per row, loads in flight per thread are what
   // keeps HBM busy. The lanes of a row then combine by shuffles in a fixed
-  // tree, so the result depends on the plan alone, as everywhere else.
+  // order (combine_row_lanes), so the result depends on the plan alone, as
+  // everywhere else.
   //
   // The load paths differ only in how they read: a thread's rows are found
   // before the paths split and stored after they join, once. Where the
@@ -487,7 +488,7 @@ struct ReduceOp {
   // one row instead of lane 0 storing 8 (its store path ran with 1 lane in
   // 8 active): 8-byte rows of 16 and 128 elements were issue-bound on the
   // tree (ncu: 69% of issue slots busy at 64% of DRAM bandwidth), and ran
-  // 2-9% faster spread on an H100. The order of every combine is fixed by
+  // 1-5% faster spread on an H100 (f64 the most). The order of every combine is fixed by
   // the lane and slot numbers, so results stay bitwise reproducible.
   __device__ __forceinline__ StoredRows spread_rows(uint32_t lane, uint32_t lanes,
                                                     arg_t (&value)[kMaxRowsPerThread]) const {
