@@ -1086,20 +1086,7 @@ fn ops_on_rows_spread_over_lanes() {
                         .or_default()
                         .insert(lanes);
                 }
-                let want = apply(op, &xc, &[-1]);
-                let got = apply(op, &xg, &[-1]);
-                for (k, (g, w)) in got.iter().zip(&want).enumerate() {
-                    assert_eq!((g.shape(), g.dtype()), (w.shape(), w.dtype()), "{what}");
-                    if exact(op) {
-                        assert_eq!(bits(g), bits(w), "{what} output {k}: GPU differs from CPU");
-                    } else {
-                        assert_close(g, w, &format!("{what} output {k}"));
-                    }
-                }
-                let again = apply(op, &xg, &[-1]);
-                for (k, (a, g)) in again.iter().zip(&got).enumerate() {
-                    assert_eq!(bits(a), bits(g), "{what} output {k}: not deterministic");
-                }
+                assert_gpu_matches_cpu(op, &xc, &xg, &[-1], &what);
             }
         }
     }
@@ -1136,28 +1123,32 @@ fn ops_on_cases(dev: Device, ops: &[ReduceOp], dtypes: &[DType], cases: &[OpsCas
                     (-1, 2)
                 };
                 let x = Tensor::randint(lo, hi, shape, dt, Device::Cpu, 7 + i as u64).unwrap();
-                let want = apply(op, &view(&x), dims);
                 let xg = view(&x.to_device(dev).unwrap());
-                let got = apply(op, &xg, dims);
-                for (k, (g, w)) in got.iter().zip(&want).enumerate() {
-                    let what = format!("{op} {dt} case {i} output {k}");
-                    assert_eq!((g.shape(), g.dtype()), (w.shape(), w.dtype()), "{what}");
-                    if exact(op) {
-                        assert_eq!(bits(g), bits(w), "{what}: GPU differs from CPU");
-                    } else {
-                        assert_close(g, w, &what);
-                    }
-                }
-                let again = apply(op, &xg, dims);
-                for (k, (a, g)) in again.iter().zip(&got).enumerate() {
-                    assert_eq!(
-                        bits(a),
-                        bits(g),
-                        "{op} {dt} case {i} output {k}: not deterministic"
-                    );
-                }
+                assert_gpu_matches_cpu(op, &view(&x), &xg, dims, &format!("{op} {dt} case {i}"));
             }
         }
+    }
+}
+
+/// `op` over `dims` of `xg` (on the GPU) against the same of `xc` (the
+/// same values on the CPU): each output's shape and dtype, its bits where
+/// the op is exact on small integers (else a few ulps), and a second GPU
+/// run bit for bit against the first.
+fn assert_gpu_matches_cpu(op: ReduceOp, xc: &Tensor, xg: &Tensor, dims: &[isize], what: &str) {
+    let want = apply(op, xc, dims);
+    let got = apply(op, xg, dims);
+    for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+        let what = format!("{what} output {k}");
+        assert_eq!((g.shape(), g.dtype()), (w.shape(), w.dtype()), "{what}");
+        if exact(op) {
+            assert_eq!(bits(g), bits(w), "{what}: GPU differs from CPU");
+        } else {
+            assert_close(g, w, &what);
+        }
+    }
+    let again = apply(op, xg, dims);
+    for (k, (a, g)) in again.iter().zip(&got).enumerate() {
+        assert_eq!(bits(a), bits(g), "{what} output {k}: not deterministic");
     }
 }
 
