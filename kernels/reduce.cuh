@@ -43,6 +43,7 @@ struct ReduceConfig {
   uint32_t row_vec_size;
   uint32_t rows_per_thread;
   uint32_t stage_rows;
+  uint32_t ragged_rows;
 
   __device__ __forceinline__ bool should_block_x_reduce() const { return input_mult[BLOCK_X] != 0; }
   __device__ __forceinline__ bool should_block_y_reduce() const { return input_mult[BLOCK_Y] != 0; }
@@ -91,6 +92,7 @@ struct ReduceArgs {
   OffsetCalculator<1, index_t> input_calc;   // reduced dims, input strides
   OffsetCalculator<2, index_t> output_calc;  // output dims, [output, input] strides
   uint64_t src;
+  uint64_t src_end;  // one past the input allocation's last byte
   uint64_t dst[2];
   uint64_t acc_buf;     // arg_t per output, when the output cannot accumulate
   uint64_t cta_buf;     // staging for global_reduce
@@ -365,22 +367,26 @@ struct ReduceOp {
     if (config.stage_rows) {
       short_rows_staged(rows, value);
     } else {
-      switch (config.row_vec_size) {
-        case 1:
-          short_rows<1>(rows, value);
-          break;
-        case 2:
-          short_rows<2>(rows, value);
-          break;
-        case 4:
-          short_rows<4>(rows, value);
-          break;
-        case 8:
-          short_rows<8>(rows, value);
-          break;
-        case 16:
-          short_rows<16>(rows, value);
-          break;
+      if (config.ragged_rows) {
+        short_rows_ragged(rows, value);
+      } else {
+        switch (config.row_vec_size) {
+          case 1:
+            short_rows<1>(rows, value);
+            break;
+          case 2:
+            short_rows<2>(rows, value);
+            break;
+          case 4:
+            short_rows<4>(rows, value);
+            break;
+          case 8:
+            short_rows<8>(rows, value);
+            break;
+          case 16:
+            short_rows<16>(rows, value);
+            break;
+        }
       }
       spread = combine_row_lanes(rows.lane, value);
     }
@@ -445,6 +451,97 @@ struct ReduceOp {
 #pragma unroll
             for (int i = 0; i < W; i++) {
               value[r] = op.reduce(value[r], values[r].val[i], (int64_t)(vector * W + i));
+            }
+          }
+        }
+      }
+    }
+  }
+
+  // The widest load a ShortRows lane issues: 16 bytes, or the op's
+  // input_vec_size inputs where that is narrower. The planner's widest
+  // row_vec_size, by the same rule.
+  static constexpr int kWidestRowVector =
+      input_vec_size < (int)(16 / sizeof(scalar_t)) ? input_vec_size : (int)(16 / sizeof(scalar_t));
+
+  // ShortRows' ragged rows (ShortRows::ragged on the host): rows that the
+  // widest load does not fit, by their length or their start, read as the
+  // widest aligned vectors that cover each row. A row's first and last
+  // vectors may hold inputs of its neighbours (or bytes between rows);
+  // each input is reduced only where its index in the row, `vector * W + i
+  // - head`, falls inside it. So every lane's load stays 16 bytes where
+  // narrower loads that divide the row (or one scalar a lane) would leave
+  // the loads short of the read: prime lengths took PyTorch's plan, a warp
+  // a row of scalar loads (i64 rows of 37 at 27% of the read ceiling on an
+  // H200). A thread with a row whose last vector would run past the
+  // input's allocation (a row that ends in its last 16 bytes) reads its
+  // rows input by input instead, by the same lanes.
+  // The inputs before row `r` in the first of the widest aligned vectors
+  // that hold it: from the address's low bits alone (32-bit arithmetic
+  // keeps the loads' registers free).
+  template <typename Rows>
+  __device__ __forceinline__ uint32_t row_head(const Rows& rows, int r) const {
+    constexpr uint32_t kLoadBytes = kWidestRowVector * sizeof(scalar_t);
+    return ((uint32_t)args.src + (uint32_t)rows.offset(args, r, 1)) % kLoadBytes / (uint32_t)sizeof(scalar_t);
+  }
+
+  template <typename Rows>
+  __device__ __forceinline__ void short_rows_ragged(const Rows& rows, arg_t (&value)[kMaxRowsPerThread]) const {
+    constexpr int W = kWidestRowVector;
+    if constexpr (W > 1) {
+      const ReduceConfig& config = this->config();
+      const ops_t op = ops();
+      using load_t = aligned_vector<scalar_t, W>;
+      constexpr uint64_t kLoadBytes = sizeof(load_t);
+      const uint32_t lanes = config.lanes_per_row;
+      const uint32_t row_len = config.num_inputs;
+      // A row spans at most this many vectors (W - 1 inputs before it in
+      // its first); each lane takes every `lanes`-th.
+      const uint32_t vectors = ((row_len + 2 * W - 2) / W + lanes - 1) / lanes;
+      // Whether every vector of the thread's rows ends inside the
+      // allocation: one flag for all of them (not one a row), so the flags
+      // take no registers from the loads in flight.
+      const uint64_t row_bytes = (uint64_t)row_len * sizeof(scalar_t);
+      bool in_bounds = true;
+#pragma unroll
+      for (int r = 0; r < kMaxRowsPerThread; r++) {
+        const uint64_t end = args.src + rows.offset(args, r, 1) + row_bytes;
+        in_bounds = in_bounds && (!rows.live[r] || ((end + kLoadBytes - 1) & ~(kLoadBytes - 1)) <= args.src_end);
+      }
+      if (in_bounds) {
+        for (uint32_t k = 0; k < vectors; k++) {
+          const uint32_t vector = k * lanes + rows.lane;
+          load_t values[kMaxRowsPerThread];
+#pragma unroll
+          for (int r = 0; r < kMaxRowsPerThread; r++) {
+            const uint32_t head = row_head(rows, r);
+            if (rows.live[r] && vector * W < head + row_len) {
+              const uint64_t start = args.src + rows.offset(args, r, 1) - head * sizeof(scalar_t);
+              values[r] = reinterpret_cast<const load_t*>(start)[vector];
+            }
+          }
+#pragma unroll
+          for (int r = 0; r < kMaxRowsPerThread; r++) {
+            const uint32_t head = row_head(rows, r);
+            if (rows.live[r]) {
+#pragma unroll
+              for (int i = 0; i < W; i++) {
+                // Wraps past row_len for inputs before the row.
+                const uint32_t input = vector * W + i - head;
+                if (input < row_len) {
+                  value[r] = op.reduce(value[r], values[r].val[i], (int64_t)input);
+                }
+              }
+            }
+          }
+        }
+      } else {
+#pragma unroll
+        for (int r = 0; r < kMaxRowsPerThread; r++) {
+          if (rows.live[r]) {
+            const scalar_t* row = reinterpret_cast<const scalar_t*>(args.src + rows.offset(args, r, 1));
+            for (uint32_t input = rows.lane; input < row_len; input += lanes) {
+              value[r] = op.reduce(value[r], row[input], (int64_t)input);
             }
           }
         }

@@ -28,8 +28,9 @@ The rule (the JSON carries it in "about" too):
 
 It also writes benches/odd_layouts.json, layouts off the sweep's powers of
 two, each in one dtype, sized and rotated by the same rule: rows of 6, 9,
-12, 33, 37, 127, 255, 999, 1001 and 50257 (no vector divides most of them,
-and most rows start unaligned); columns of an odd width (no output vector
+12, 33, 37, 66, 100, 127, 255, 999, 1001 and 50257 (no vector divides most
+of them, only a narrower one divides 66 f32 and 100 f16, and most rows
+start unaligned); columns of an odd width (no output vector
 fits, rows start unaligned) from 3 to 2048 high; channel statistics with an
 odd H·W; two reduced dims that coalesce into rows of 63; an odd middle dim
 and a narrow one (32 outputs a row); a transposed and a permuted view of
@@ -136,8 +137,9 @@ def odd_width(dtype, height):
 
 def odd_layouts():
     cases = []
-    for dtype, length in [("f32", 6), ("f32", 9), ("f16", 12), ("bf16", 33), ("i64", 37),
-                          ("f32", 127), ("f16", 255), ("f64", 999), ("f32", 1001), ("f16", 50257)]:
+    for dtype, length in [("f32", 6), ("f32", 9), ("f16", 12), ("bf16", 33), ("i64", 37), ("f32", 66),
+                          ("f16", 100), ("f32", 127), ("f16", 255), ("f64", 999), ("f32", 1001),
+                          ("f16", 50257)]:
         rows = lambda quick: max(1, target(dtype, quick) // (length * ESIZE[dtype]))  # noqa: E731
         cases.append(case(f"{dtype}_inner_L{length}", [rows(False), length], [rows(True), length], [1], dtype))
     for dtype, height in [("f16", 3), ("bf16", 7), ("f64", 5), ("f16", 16), ("f32", 64), ("f16", 2048)]:

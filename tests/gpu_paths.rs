@@ -530,6 +530,36 @@ fn packed_short_rows_are_staged() {
     });
 }
 
+/// Ragged short rows: rows the widest load does not fit (prime lengths,
+/// lengths only narrower loads divide, rows starting off a vector
+/// boundary), read as the aligned vectors around each row, of every
+/// element size; packed ones whose inputs end off a 16-byte boundary, so
+/// that the last row's last vector would pass the allocation's end and is
+/// read input by input instead.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn ragged_short_rows() {
+    let Some((dev, props)) = gpu("ragged_short_rows") else {
+        return;
+    };
+    let cases = [
+        (DType::F32, [300_001, 37], None),
+        (DType::I64, [200_001, 37], None),
+        (DType::F32, [100_001, 127], None),
+        (DType::F16, [100_003, 255], None),
+        (DType::BF16, [300_001, 33], None),
+        (DType::F64, [100_000, 131], Some((1, 129))),
+        (DType::F32, [300_000, 16], Some((1, 15))),
+        (DType::U8, [300_001, 101], None),
+        (DType::I32, [1001, 66], None),
+        (DType::F16, [50_001, 100], None),
+        (DType::F64, [3, 9], None),
+    ];
+    rows_take_path(&cases, 11, dev, &props, "ragged rows", |l| {
+        l.config.ragged_rows
+    });
+}
+
 #[test]
 #[ignore = "needs a CUDA device"]
 fn misaligned_views_take_the_head_and_tail_paths() {
@@ -982,7 +1012,7 @@ fn ops_on_every_path(test: &str, ops: &[ReduceOp]) {
     let Some((dev, _props)) = gpu(test) else {
         return;
     };
-    let cases: [OpsCase; 17] = [
+    let cases: [OpsCase; 19] = [
         (vec![64, 1028], |t| t.narrow(1, 1, 1027).unwrap(), vec![1]),
         (vec![1024, 96], |t| t.clone(), vec![0]),
         (vec![4096, 8], |t| t.clone(), vec![0]),
@@ -995,6 +1025,12 @@ fn ops_on_every_path(test: &str, ops: &[ReduceOp]) {
         (vec![600_001, 3], |t| t.clone(), vec![1]),
         (vec![4096, 9], |t| t.narrow(1, 1, 7).unwrap(), vec![1]),
         (vec![2048, 16], |t| t.narrow(1, 2, 12).unwrap(), vec![-1]),
+        // Ragged rows, read as the vectors around them: packed rows of 37
+        // (staged where 1-byte), the last one ending off a 16-byte
+        // boundary of the allocation for most dtypes; rows of 127 whose
+        // starts move through every alignment.
+        (vec![4001, 37], |t| t.clone(), vec![1]),
+        (vec![600, 131], |t| t.narrow(1, 3, 127).unwrap(), vec![1]),
         // Rows of two to four warps of loads, two to four vectors a lane:
         // 4-byte rows of 256 and 512, 8-byte rows of 128, 4-byte rows of
         // 132 (11 lanes a row, 3 vectors each).
@@ -1032,8 +1068,9 @@ fn ops_on_every_path(test: &str, ops: &[ReduceOp]) {
 /// every op on a 4- and an 8-byte dtype (every size of accumulator): rows
 /// of 2 and 32 lanes of one 16-byte load each, row groups that do not
 /// tile a warp (5 and 25 lanes; 11 lanes of 3 loads), and rows of 16 of a
-/// narrowed middle dim (kept dims that do not coalesce), each with enough
-/// rows for 8 a thread on this device and a ragged last CTA. Against the
+/// narrowed middle dim (kept dims that do not coalesce), ragged rows of 37
+/// (10 lanes of the vectors around each row), each with enough rows for 8
+/// a thread on this device and a partial last CTA. Against the
 /// CPU as in [`ops_on_every_path`], and twice on the GPU, bit for bit.
 #[test]
 #[ignore = "needs a CUDA device"]
@@ -1047,8 +1084,10 @@ fn ops_on_rows_spread_over_lanes() {
         std::collections::BTreeMap::<String, std::collections::BTreeSet<u32>>::new();
     for dt in [DType::F32, DType::F64] {
         let vec = 16 / dt.size_in_bytes();
+        // Rows of 37 are ragged: 10 lanes of the vectors around each row.
         let row_lens = [2, 5, 25, 32, 33].map(|vectors| vectors * vec);
-        for (i, row_len) in row_lens.into_iter().map(Some).chain([None]).enumerate() {
+        let row_lens = row_lens.into_iter().chain([37]).map(Some).chain([None]);
+        for (i, row_len) in row_lens.enumerate() {
             // Rows for 8 a thread: a full wave of CTAs, each taking a CTA
             // pass of rows (found from a small probe's plan) 8 times.
             let probe_shape = |rows: usize| match row_len {

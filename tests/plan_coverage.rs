@@ -254,9 +254,12 @@ fn the_short_rows_generator_reaches_every_load_width() {
     // power of two of lanes, lanes that load several vectors each, and
     // packed rows staged through shared memory (700 rows: the last warp's
     // span is partial and read unstaged): rows of 7 and 3 f32, 7 f16, and
-    // 48 u8, which only 4-byte vectors fit.
+    // 48 u8, which only 4-byte vectors fit; and ragged rows, read as the
+    // vectors around them: 37 f32 packed, 127 f64 one element in, 33 f16
+    // three elements in.
     let mut seen = std::collections::BTreeSet::new();
     let mut staged = 0;
+    let mut ragged = 0;
     let mut vectors_per_lane = std::collections::BTreeSet::new();
     let tiny = DeviceProps {
         sm_count: 1,
@@ -278,6 +281,9 @@ fn the_short_rows_generator_reaches_every_load_width() {
         (7, 0, DType::F32),
         (3, 4, DType::F32),
         (7, 8, DType::F16),
+        (37, 0, DType::F32),
+        (127, 1, DType::F64),
+        (33, 3, DType::F16),
     ] {
         let l = Layout {
             shape: vec![1, 700, row_len],
@@ -290,7 +296,11 @@ fn the_short_rows_generator_reaches_every_load_width() {
         assert_ne!(c.lanes_per_row, 0, "{l:?} {dtype} should take short rows");
         assert!(c.rows_per_thread > 1, "{c:?}");
         seen.insert(c.row_vec_size);
-        vectors_per_lane.insert(c.num_inputs / (c.lanes_per_row * c.row_vec_size));
+        if c.ragged_rows {
+            ragged += 1;
+        } else {
+            vectors_per_lane.insert(c.num_inputs / (c.lanes_per_row * c.row_vec_size));
+        }
         staged += usize::from(c.stage_rows);
         assert_eq!(check_plan(&plan), Ok(700 * row_len));
     }
@@ -299,7 +309,7 @@ fn the_short_rows_generator_reaches_every_load_width() {
     for v in [1, 2, 3, 4] {
         assert!(vectors_per_lane.contains(&v), "{vectors_per_lane:?}");
     }
-    assert_eq!(staged, 4);
+    assert_eq!((staged, ragged), (4, 3));
 }
 
 /// Channel statistics, `(N, C, H, W)` over `(0, 2, 3)`, of a base with

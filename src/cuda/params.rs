@@ -46,6 +46,7 @@ pub(crate) struct ReduceConfigC {
     pub row_vec_size: u32,
     pub rows_per_thread: u32,
     pub stage_rows: u32,
+    pub ragged_rows: u32,
 }
 
 impl From<&ReduceConfig> for ReduceConfigC {
@@ -70,6 +71,7 @@ impl From<&ReduceConfig> for ReduceConfigC {
             row_vec_size: c.row_vec_size,
             rows_per_thread: c.rows_per_thread,
             stage_rows: c.stage_rows as u32,
+            ragged_rows: c.ragged_rows as u32,
         }
     }
 }
@@ -162,6 +164,8 @@ pub(crate) struct ReduceArgs {
     pub input_calc: OffsetCalculator<1>,
     pub output_calc: OffsetCalculator<2>,
     pub src: u64,
+    /// One past the input allocation's last byte (`Buffers::input_end`).
+    pub src_end: u64,
     pub dst: [u64; 2],
     pub acc_buf: u64,
     pub cta_buf: u64,
@@ -183,6 +187,10 @@ unsafe impl cudarc::driver::DeviceRepr for ReduceArgs {}
 pub(crate) struct Buffers {
     /// Input storage base (the iterator's data offsets are added here).
     pub input_base: u64,
+    /// One past the last byte of the input's allocation: ragged short rows
+    /// read whole aligned vectors around a row only where they end before
+    /// it.
+    pub input_end: u64,
     /// Output base (likewise).
     pub output_base: u64,
     /// Second output's base (indices, max, mean), or 0 for one output.
@@ -231,6 +239,7 @@ impl ReduceArgs {
             input_calc,
             output_calc,
             src: bufs.input_base + it.data_offset(TensorIterator::INPUT),
+            src_end: bufs.input_end,
             dst: [bufs.output_base + out_offset, dst2],
             acc_buf,
             cta_buf: bufs.staging,

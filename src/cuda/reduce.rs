@@ -189,6 +189,8 @@ pub(crate) fn reduce(
         };
         let bufs = Buffers {
             input_base,
+            // The whole allocation: a cached block may exceed the elements.
+            input_end: input_base + storage.buf.len() as u64,
             output_base,
             output2_base,
             acc_base,
@@ -250,11 +252,18 @@ fn check_alignment(args: &ReduceArgs, l: &LaunchPlan, input: DType) -> Result<()
     }
     if c.lanes_per_row != 0 {
         let align = u64::from(c.row_vec_size) * input.size_in_bytes() as u64;
-        if args.src % align != 0 || c.output_vec_size != 1 {
+        // Ragged rows align each row's loads down from its start, which
+        // only the allocation's base needs to be aligned for.
+        let loads_from = if c.ragged_rows {
+            args.src - l.iter.data_offset(TensorIterator::INPUT)
+        } else {
+            args.src
+        };
+        if loads_from % align != 0 || c.output_vec_size != 1 {
             return Err(Error::Unsupported(format!(
                 "plan loads rows {} inputs at a time but the input address is only {}-byte aligned",
                 c.row_vec_size,
-                1u64 << args.src.trailing_zeros().min(63)
+                1u64 << loads_from.trailing_zeros().min(63)
             )));
         }
     }

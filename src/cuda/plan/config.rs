@@ -97,6 +97,7 @@ impl ReduceConfig {
             row_vec_size: 0,
             rows_per_thread: 1,
             stage_rows: false,
+            ragged_rows: false,
         }
     }
 

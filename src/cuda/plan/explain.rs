@@ -379,6 +379,12 @@ fn write_short_rows(
             "  lanes (block.x = {}): 1 per row, reducing its {} inputs from shared memory; {rows_per_warp} neighbouring rows per warp",
             c.block_width, rows.row_len
         )?;
+    } else if rows.ragged {
+        writeln!(
+            f,
+            "  lanes (block.x = {}): {} per row, each loading up to {vectors} aligned vector(s) of {} inputs ({load_bytes} B) around it and keeping the row's inputs; {rows_per_warp} neighbouring row(s) per warp",
+            c.block_width, rows.lanes_per_row, rows.row_vec_size,
+        )?;
     } else {
         writeln!(
             f,
@@ -422,7 +428,20 @@ fn write_short_rows(
             "    - the kept dims do not coalesce into one: each of a thread's rows is looked up once through the output OffsetCalculator"
         )?;
     }
-    if rows.lanes_per_row > 1 || rows.row_vec_size > 1 {
+    if rows.ragged {
+        writeln!(
+            f,
+            "    - the only reduced dim is contiguous with {} inputs ({} B, over {} B) that no {}-input load fits (the row's length or its start), and the rows are not staged: each row is read as the aligned {}-input vectors around it, at most {}, its inputs picked out by index (a row ending within a vector of the input allocation's end is read input by input); {} lanes x {vectors} loads, the lane count (of those with at most {} loads each) that uses the most of a warp's loads",
+            rows.row_len,
+            rows.row_len as usize * scalar.size_in_bytes(),
+            super::SCALAR_ROW_MAX_BYTES,
+            rows.row_vec_size,
+            rows.row_vec_size,
+            super::strategy::ragged_row_vectors(rows.row_len, rows.row_vec_size),
+            rows.lanes_per_row,
+            super::SHORT_ROWS_MAX_VECTORS_PER_LANE
+        )?;
+    } else if rows.lanes_per_row > 1 || rows.row_vec_size > 1 {
         writeln!(
             f,
             "    - the only reduced dim is contiguous with {} inputs: {} lanes x {vectors} x {}-input loads, the widest load (of at most 16 B and the op's {} inputs) that divides the row and that every row start is aligned to, the most lanes (at most a warp) that share the row's loads equally, at most {} each",

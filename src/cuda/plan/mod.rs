@@ -26,11 +26,12 @@ pub use config::{
     MAX_VALUES_PER_THREAD, MIN_VALUES_PER_THREAD, PYTORCH_MAX_OUTPUT_VEC_SIZE,
 };
 pub use strategy::{
-    choose_strategy, configure, max_output_vec_size, ShortRows, Strategy,
-    ROW_PER_WARP_MIN_SLOTS_PERCENT, SCALAR_ROW_MAX_BYTES, SHORT_COLUMNS_OUTPUT_VEC_SIZE,
-    SHORT_ROWS_MAX_ROWS_PER_THREAD, SHORT_ROWS_MAX_VECTORS_PER_LANE, SHORT_ROWS_MIN_BLOCKS_PER_SM,
-    SHORT_ROWS_STAGE_ALIGN, SHORT_ROWS_STAGE_BYTES, SHORT_ROWS_THREADS, STAGED_ROW_MAX_BYTES,
-    TALL_COLUMNS_MAX_STAGED_PER_THREAD, TALL_COLUMNS_MIN_LOAD_BYTES,
+    choose_strategy, configure, max_output_vec_size, ragged_row_vectors, ShortRows, Strategy,
+    RAGGED_MIN_LOADS_USED_PERCENT, ROW_PER_WARP_MIN_SLOTS_PERCENT, SCALAR_ROW_MAX_BYTES,
+    SHORT_COLUMNS_OUTPUT_VEC_SIZE, SHORT_ROWS_MAX_ROWS_PER_THREAD, SHORT_ROWS_MAX_VECTORS_PER_LANE,
+    SHORT_ROWS_MIN_BLOCKS_PER_SM, SHORT_ROWS_STAGE_ALIGN, SHORT_ROWS_STAGE_BYTES,
+    SHORT_ROWS_THREADS, STAGED_ROW_MAX_BYTES, TALL_COLUMNS_MAX_STAGED_PER_THREAD,
+    TALL_COLUMNS_MIN_LOAD_BYTES,
 };
 
 use crate::iter::TensorIterator;
@@ -120,6 +121,10 @@ pub struct ReduceConfig {
     /// its rows (one packed span, [`ShortRows::staged`]) into shared memory
     /// and reduces them from there.
     pub stage_rows: bool,
+    /// Under [`Strategy::ShortRows`], rows that the widest load does not
+    /// fit are read as the aligned vectors around each row, keeping only
+    /// the row's inputs ([`ShortRows::ragged`]).
+    pub ragged_rows: bool,
 }
 
 /// One `reduce_kernel<nt, output_vec_size>` launch.

@@ -157,7 +157,12 @@ pub fn simulate_launch(
 /// load must be aligned to its width. Under `stage_rows` a lane reads its
 /// row where the kernel finds it in shared memory: `lane * row_len` inputs
 /// into its warp's span, copied 16 bytes at a time from the warp's first
-/// row, so the visits are right only if the rows really are packed.
+/// row, so the visits are right only if the rows really are packed. Under
+/// `ragged_rows` a lane loads vectors `lane`, `lane + lanes_per_row`, ...
+/// of those aligned to `row_vec_size` inputs from the one holding the
+/// row's first input, and visits the inputs that fall inside the row (the
+/// kernel's fallback for rows that end within a vector of the allocation's
+/// end reads the same inputs, a lane's every `lanes_per_row`-th).
 fn short_rows_reads(
     launch: &LaunchPlan,
     scalar_size: u64,
@@ -188,7 +193,28 @@ fn short_rows_reads(
         ));
     }
     let (lanes, width) = (c.lanes_per_row, u64::from(c.row_vec_size));
-    if lanes == 0 || c.num_inputs % (lanes * c.row_vec_size) != 0 || lanes > launch.block[0] {
+    let vectors = if c.ragged_rows {
+        super::strategy::ragged_row_vectors(c.num_inputs, c.row_vec_size).div_ceil(lanes.max(1))
+    } else {
+        c.num_inputs / (lanes.max(1) * c.row_vec_size)
+    };
+    if c.ragged_rows && (c.stage_rows || width < 2) {
+        return Err(format!(
+            "ragged rows of {width}-input loads{}",
+            if c.stage_rows { ", staged" } else { "" }
+        ));
+    }
+    let covered = u64::from(vectors) * u64::from(lanes) * width;
+    let needed = if c.ragged_rows {
+        u64::from(c.num_inputs) + width - 1
+    } else {
+        u64::from(c.num_inputs)
+    };
+    if lanes == 0
+        || covered < needed
+        || (!c.ragged_rows && c.num_inputs % (lanes * c.row_vec_size) != 0)
+        || lanes > launch.block[0]
+    {
         return Err(format!(
             "{lanes} lanes x {width} inputs do not cover a row of {} within a warp of {}",
             c.num_inputs, launch.block[0]
@@ -216,7 +242,6 @@ fn short_rows_reads(
         }
     }
     let rows_per_warp = launch.block[0] / lanes;
-    let vectors = c.num_inputs / (lanes * c.row_vec_size);
     let in_base = it.data_offset(TensorIterator::INPUT);
     let out_base = it.data_offset(TensorIterator::OUTPUT);
     let ndim = it.ndim();
@@ -266,6 +291,24 @@ fn short_rows_reads(
                         continue;
                     }
                     let row_start = in_base + offsets(it, nrd..ndim, row, TensorIterator::INPUT);
+                    if c.ragged_rows {
+                        let load_bytes = width * scalar_size;
+                        let head = row_start % load_bytes / scalar_size;
+                        let first_vector = row_start - head * scalar_size;
+                        for k in 0..vectors {
+                            let vector = u64::from(k * lanes + lane);
+                            for i in 0..width {
+                                let input = (vector * width + i).wrapping_sub(head);
+                                if input < u64::from(c.num_inputs) {
+                                    visit(Visit {
+                                        output,
+                                        input: first_vector + (vector * width + i) * scalar_size,
+                                    });
+                                }
+                            }
+                        }
+                        continue;
+                    }
                     for k in 0..vectors {
                         let vector = u64::from(k * lanes + lane);
                         let load = row_start + vector * width * scalar_size;

@@ -79,6 +79,14 @@ pub const SHORT_ROWS_STAGE_ALIGN: u64 = 16;
 /// for each of the lane's vectors.
 pub const SHORT_ROWS_MAX_VECTORS_PER_LANE: u64 = 4;
 
+/// The share of a warp's loads that [`ShortRows::ragged`] rows must put on
+/// their rows before fewer lanes a row (more loads a lane) are tried.
+/// Fewer lanes fill a warp's lanes better, but spread each of its load
+/// instructions over more rows, hence more cache lines; the most lanes
+/// that waste at most a quarter of the loads keep each instruction's
+/// lines few.
+pub const RAGGED_MIN_LOADS_USED_PERCENT: u64 = 75;
+
 /// The most staged partials one thread of a global reduce's last CTA may
 /// fold before [`Strategy::TallColumns`] narrows the output vectors: two
 /// rounds of `combine_staged`'s four loads in flight. Each round is an L2
@@ -238,13 +246,34 @@ pub struct ShortRows {
     /// row apart and every load instruction touches all of the warp's
     /// sectors; rows of 7 f32 then ran at 36% of the read.
     pub staged: bool,
+    /// Rows of more than [`SCALAR_ROW_MAX_BYTES`] that the widest load
+    /// (`row_vec_size`) does not fit, by their length or their start, and
+    /// that are not staged: each row is read as the widest aligned vectors
+    /// that cover it ([`ragged_row_vectors`] at most), and an input is
+    /// reduced only where it falls inside the row. Narrower loads that
+    /// divide such a row, or PyTorch's warp of scalar loads where none do
+    /// (prime lengths), left it short of the read: i64 rows of 37 ran at
+    /// 27% of the read ceiling on an H200, 0.59x CUB.
+    pub ragged: bool,
 }
 
 impl ShortRows {
-    /// Vectors each lane loads from its row.
+    /// Vectors each lane loads from its row: at most that many under
+    /// [`ShortRows::ragged`], where a row's vectors depend on its start.
     pub fn vectors_per_lane(&self) -> u32 {
-        self.row_len / (self.row_vec_size * self.lanes_per_row)
+        if self.ragged {
+            ragged_row_vectors(self.row_len, self.row_vec_size).div_ceil(self.lanes_per_row)
+        } else {
+            self.row_len / (self.row_vec_size * self.lanes_per_row)
+        }
     }
+}
+
+/// The most aligned vectors of `width` inputs that cover a row of
+/// `row_len` inputs starting anywhere: up to `width - 1` inputs before the
+/// row share its first vector.
+pub fn ragged_row_vectors(row_len: u32, width: u32) -> u32 {
+    (row_len + 2 * width - 2) / width
 }
 
 /// The strategy this crate runs for `iter`, given PyTorch's own config for
@@ -573,7 +602,8 @@ fn short_rows(iter: &TensorIterator, signature: &Signature, warp_size: u32) -> O
                 .zip(&strides[nrd..])
                 .all(|(&n, &st)| n == 1 || st.unsigned_abs() % bytes == 0)
     };
-    let mut row_vec_size = u64::from(signature.input_vec_size).min(16 / scalar);
+    let widest = u64::from(signature.input_vec_size).min(16 / scalar);
+    let mut row_vec_size = widest;
     while row_vec_size > 1
         && !(row_len % row_vec_size == 0 && row_starts_aligned(row_vec_size * scalar))
     {
@@ -586,6 +616,16 @@ fn short_rows(iter: &TensorIterator, signature: &Signature, warp_size: u32) -> O
         && rows_packed(iter, row_bytes)
         && iter.data_offset(TensorIterator::INPUT) % SHORT_ROWS_STAGE_ALIGN == 0;
     let scalar_rows = staged || (row_vec_size == 1 && row_bytes <= SCALAR_ROW_MAX_BYTES);
+    if !scalar_rows && row_vec_size < widest && row_bytes > SCALAR_ROW_MAX_BYTES {
+        let vectors = ragged_row_vectors(row_len as u32, widest as u32);
+        return Some(ShortRows {
+            row_len: row_len as u32,
+            row_vec_size: widest as u32,
+            lanes_per_row: ragged_lanes(vectors, warp_size)?,
+            staged: false,
+            ragged: true,
+        });
+    }
     let (row_vec_size, lanes_per_row) = if scalar_rows {
         (1, 1)
     } else {
@@ -599,6 +639,7 @@ fn short_rows(iter: &TensorIterator, signature: &Signature, warp_size: u32) -> O
         row_vec_size: row_vec_size as u32,
         lanes_per_row: lanes_per_row as u32,
         staged,
+        ragged: false,
     })
 }
 
@@ -645,6 +686,35 @@ fn lanes_for_vectors(vectors: u64, warp_size: u64) -> Option<u64> {
         .map(|per_lane| vectors / per_lane)
 }
 
+/// Lanes for a [`ShortRows::ragged`] row of at most `vectors` loads: the
+/// most lanes (the fewest loads a lane, at most
+/// [`SHORT_ROWS_MAX_VECTORS_PER_LANE`]) whose warp puts at least
+/// [`RAGGED_MIN_LOADS_USED_PERCENT`] of its lanes' loads on its rows, else
+/// the count that puts the most. A warp of `lanes` a row holds `warp /
+/// lanes` rows, and each lane issues `⌈vectors / lanes⌉` loads: lanes left
+/// over, and lanes whose last load falls past the row, issue nothing
+/// useful. Unlike a row of whole vectors, the lanes need not divide the
+/// vectors: rows of 37 i64 (19 vectors at most) take 10 lanes of 2 loads,
+/// 3 rows a warp (89% used), where 19 lanes of one load hold 1 (59%).
+fn ragged_lanes(vectors: u32, warp_size: u32) -> Option<u32> {
+    let mut best: Option<(u32, u64)> = None; // (lanes, loads used, per mille)
+    for per_lane in 1..=SHORT_ROWS_MAX_VECTORS_PER_LANE as u32 {
+        let lanes = vectors.div_ceil(per_lane);
+        if lanes > warp_size {
+            continue;
+        }
+        let used = u64::from(warp_size / lanes) * u64::from(vectors) * 1000
+            / (u64::from(warp_size) * u64::from(per_lane));
+        if used >= RAGGED_MIN_LOADS_USED_PERCENT * 10 {
+            return Some(lanes);
+        }
+        if best.is_none_or(|(_, best_used)| used > best_used) {
+            best = Some((lanes, used));
+        }
+    }
+    best.map(|(lanes, _)| lanes)
+}
+
 /// The blocks of `num_threads` threads that `short_rows_kernel` keeps
 /// resident on the whole device at once: its register budget allows
 /// [`SHORT_ROWS_MIN_BLOCKS_PER_SM`] per SM, fewer where the SM's thread
@@ -680,6 +750,7 @@ fn short_rows_config(
     config.num_threads = config.block_width * config.block_height;
     config.lanes_per_row = rows.lanes_per_row;
     config.row_vec_size = rows.row_vec_size;
+    config.ragged_rows = rows.ragged;
     config.step_output = config.block_height * (props.warp_size / rows.lanes_per_row);
     let full_wave = short_rows_full_wave(props, config.num_threads);
     config.rows_per_thread = SHORT_ROWS_MAX_ROWS_PER_THREAD;

@@ -220,6 +220,16 @@ fn short_rows_share_warps_and_keep_loads_in_flight() {
             row_vec_size,
             lanes_per_row,
             staged: false,
+            ragged: false,
+        })
+    };
+    let ragged = |row_len, row_vec_size, lanes_per_row| {
+        Strategy::ShortRows(ShortRows {
+            row_len,
+            row_vec_size,
+            lanes_per_row,
+            staged: false,
+            ragged: true,
         })
     };
     let staged = |row_len| {
@@ -228,6 +238,7 @@ fn short_rows_share_warps_and_keep_loads_in_flight() {
             row_vec_size: 1,
             lanes_per_row: 1,
             staged: true,
+            ragged: false,
         })
     };
     assert_eq!(l.strategy, rows(16, 4, 4));
@@ -273,20 +284,22 @@ fn short_rows_share_warps_and_keep_loads_in_flight() {
     let h = only(&plan(&[1 << 18, 16], &[16, 1], 0, &[1], DType::F16)).clone();
     assert_eq!((h.config.rows_per_thread, h.grid), (2, [1024, 1, 1]));
     // Rows that are no whole number of vectors, or whose starts are not
-    // aligned to one, take narrower loads; rows of at most 32 bytes that
-    // take scalars get a lane each (7 and 8 f32, rows 36 bytes apart or one
-    // element off a vector boundary), the rest a lane per vector; packed
-    // rows of up to 64 bytes from an aligned base are staged (9 f32, not 9
-    // with a gap nor 17). 1000 rows fill no wave: one row per thread,
-    // 1000 / (32 x 8) -> 4 blocks.
+    // aligned to one: rows of at most 32 bytes take narrower loads, a lane
+    // each where those are scalars (7 and 8 f32, rows 36 bytes apart or one
+    // element off a vector boundary), else a lane per vector; packed rows
+    // of up to 64 bytes from an aligned base are staged (9 f32); longer
+    // ones, and those with gaps, are ragged: 16-byte vectors around the
+    // row (9 f32 with a gap: 3 vectors at most, 3 lanes; 17 f32: 5, 5
+    // lanes). 1000 rows fill no wave: one row per thread, 1000 / (32 x 8)
+    // -> 4 blocks.
     for (shape, strides, offset, expected) in [
         (vec![1000usize, 7], vec![7isize, 1], 0usize, staged(7)),
         (vec![1000, 8], vec![9, 1], 0, rows(8, 1, 1)),
         (vec![1000, 8], vec![8, 1], 1, rows(8, 1, 1)),
         (vec![1000, 8], vec![8, 1], 2, rows(8, 2, 4)),
         (vec![1000, 9], vec![9, 1], 0, staged(9)),
-        (vec![1000, 9], vec![10, 1], 0, rows(9, 1, 9)),
-        (vec![1000, 17], vec![17, 1], 0, rows(17, 1, 17)),
+        (vec![1000, 9], vec![10, 1], 0, ragged(9, 4, 3)),
+        (vec![1000, 17], vec![17, 1], 0, ragged(17, 4, 5)),
     ] {
         let l = only(&plan(&shape, &strides, offset, &[1], DType::F32)).clone();
         assert_eq!(l.strategy, expected, "{shape:?} {strides:?} +{offset}");
