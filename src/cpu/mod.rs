@@ -1,13 +1,13 @@
 //! The CPU backend: multithreaded (rayon), deterministic reductions over a
 //! [`TensorIterator`], with functors that mirror the GPU's.
 //!
-//! [`reduce`] picks the element type, the compute type ([`compute_type`])
+//! `reduce` picks the element type, the compute type (`compute_type`)
 //! and the functor of a [`Signature`] and runs the generic trees of
-//! [`tree`], which hand each block of accumulators to [`outputs`]: torch's
+//! `tree`, which hand each block of accumulators to `outputs`: torch's
 //! `project`, then the cast to the result's dtype (and to the second
 //! output's, for the ops that have one), straight into the result (or,
 //! where the trees visit the outputs in the input's order, into a scratch
-//! result that [`order`] gathers).
+//! result that `order` gathers).
 //! The trees' innermost loops run in the widest instruction set the CPU
 //! has ([`isa`]), with the same results in every one.
 

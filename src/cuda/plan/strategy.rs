@@ -134,7 +134,10 @@ pub enum Strategy {
     /// 16 threads. Here a few lanes share a row with one vector load each, a
     /// warp covers several neighbouring rows per load (one contiguous span
     /// when the rows are packed), and each thread takes several rows with
-    /// every load issued before any is reduced.
+    /// every load issued before any is reduced. Rows that no vector
+    /// divides, or that start off a vector boundary, are staged, read a
+    /// lane each, or read as the aligned vectors around them
+    /// ([`ShortRows::staged`], [`ShortRows::ragged`]).
     ShortRows(ShortRows),
     /// PyTorch's plan with its CTA split where PyTorch's rule leaves SMs
     /// idle. PyTorch splits an output's inputs across CTAs only when a
@@ -193,7 +196,7 @@ pub enum Strategy {
     /// more than [`TALL_COLUMNS_MAX_STAGED_PER_THREAD`] partials and a
     /// lane's load stays at least [`TALL_COLUMNS_MIN_LOAD_BYTES`]; the
     /// rest of the config is the port's on the narrower vectors, its CTA
-    /// split in whole waves ([`whole_waves`]).
+    /// split in whole waves (`whole_waves`).
     TallColumns {
         /// Outputs a lane (`output_vec_size`), less than PyTorch's.
         output_vec_size: u32,
