@@ -274,7 +274,8 @@ struct ReduceOp {
   // neighbouring rows per load and reads them as one contiguous span when
   // the rows are. (Rows that no vector fits take a lane each and read it
   // scalar by scalar: a warp's first loads then fetch all of its rows'
-  // sectors, and the rest hit L1.) A thread takes `rows_per_thread` rows, one CTA pass
+  // sectors, and the rest hit L1; longer ones are staged, or read as the
+  // aligned vectors around them.) A thread takes `rows_per_thread` rows, one CTA pass
   // (`step_output` rows) apart, and issues all their loads before reducing
   // any: with a single load per row, loads in flight per thread are what
   // keeps HBM busy. The lanes of a row then combine by shuffles in a fixed

@@ -309,6 +309,16 @@ fn short_rows_share_warps_and_keep_loads_in_flight() {
         only(&plan(&[1000, 7], &[7, 1], 0, &[1], DType::F32)).grid,
         [4, 1, 1]
     );
+    // explain says how ragged rows are read: rows of 37 f32 span at most
+    // (37 + 3) / 4 rounded up = 10 vectors, a lane each, 3 rows a warp.
+    let text = plan(&[140_000, 37], &[37, 1], 0, &[1], DType::F32).to_string();
+    for says in [
+        "10 per row, each loading up to 1 aligned vector(s) of 4 inputs (16 B) around it",
+        "3 neighbouring row(s) per warp",
+        "at most 10, its inputs picked out by index",
+    ] {
+        assert!(text.contains(says), "{says}: {text}");
+    }
     // f64 rows of 40: 16-byte loads of 2 -> 20 lanes, one row per warp.
     let d = only(&plan(&[4096, 40], &[40, 1], 0, &[1], DType::F64)).clone();
     assert_eq!(d.strategy, rows(40, 2, 20));
