@@ -465,18 +465,6 @@ struct ReduceOp {
   static constexpr int kWidestRowVector =
       input_vec_size < (int)(16 / sizeof(scalar_t)) ? input_vec_size : (int)(16 / sizeof(scalar_t));
 
-  // ShortRows' ragged rows (ShortRows::ragged on the host): rows that the
-  // widest load does not fit, by their length or their start, read as the
-  // widest aligned vectors that cover each row. A row's first and last
-  // vectors may hold inputs of its neighbours (or bytes between rows);
-  // each input is reduced only where its index in the row, `vector * W + i
-  // - head`, falls inside it. So every lane's load stays 16 bytes where
-  // narrower loads that divide the row (or one scalar a lane) would leave
-  // the loads short of the read: prime lengths took PyTorch's plan, a warp
-  // a row of scalar loads (i64 rows of 37 at 27% of the read ceiling on an
-  // H200). A thread with a row whose last vector would run past the
-  // input's allocation (a row that ends in its last 16 bytes) reads its
-  // rows input by input instead, by the same lanes.
   // The inputs before row `r` in the first of the widest aligned vectors
   // that hold it: from the address's low bits alone (32-bit arithmetic
   // keeps the loads' registers free).
@@ -486,6 +474,18 @@ struct ReduceOp {
     return ((uint32_t)args.src + (uint32_t)rows.offset(args, r, 1)) % kLoadBytes / (uint32_t)sizeof(scalar_t);
   }
 
+  // ShortRows' ragged rows (ShortRows::ragged on the host): rows that the
+  // widest load does not fit, by their length or their start, read as the
+  // widest aligned vectors that cover each row. A row's first and last
+  // vectors may hold inputs of its neighbours (or bytes between rows);
+  // each input is reduced only where its index in the row, `vector * W + i
+  // - head`, falls inside it. So every lane's load stays the widest where
+  // narrower loads that divide the row (or one scalar a lane) would leave
+  // the loads short of the read: prime lengths took PyTorch's plan, a warp
+  // a row of scalar loads (i64 rows of 37 at 27% of the read ceiling on an
+  // H200). A thread with a row whose last vector would run past the
+  // input's allocation (a row that ends in its last 16 bytes) reads its
+  // rows input by input instead, by the same lanes.
   template <typename Rows>
   __device__ __forceinline__ void short_rows_ragged(const Rows& rows, arg_t (&value)[kMaxRowsPerThread]) const {
     constexpr int W = kWidestRowVector;
