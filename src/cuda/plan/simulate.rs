@@ -18,7 +18,8 @@
 //!   (lane 0 under block_x_reduce, warp 0 under block_y_reduce), element `j`
 //!   of an output vector to output `output_idx + j`;
 //! - the ShortRows strategy's map (`short_rows`): row groups of lanes,
-//!   rows a CTA pass apart, one aligned vector per lane and row;
+//!   rows a CTA pass apart, one aligned vector per lane and row (ragged
+//!   rows: the aligned vectors around each row, only its inputs counted);
 //! - the global reduce's staging buffer: every storing thread of every CTA
 //!   writes `staging_memory_offset(blockIdx.y)`, and the last CTA of each
 //!   column reads the slots its threads stride over; each slot must be

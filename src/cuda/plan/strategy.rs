@@ -232,12 +232,15 @@ pub struct ShortRows {
     pub row_len: u32,
     /// Inputs per load: the widest power of two that fits 16 bytes and the
     /// op's `input_vec_size`, divides the row, and every row start is
-    /// aligned to.
+    /// aligned to; under [`ShortRows::ragged`], the widest of all, which
+    /// does neither.
     pub row_vec_size: u32,
     /// Lanes that share a row, at most a warp: `row_len / row_vec_size`
     /// (one vector each) or a fraction of it (up to
-    /// [`SHORT_ROWS_MAX_VECTORS_PER_LANE`] vectors each), or 1 for rows of
-    /// up to [`SCALAR_ROW_MAX_BYTES`] that take scalar loads.
+    /// [`SHORT_ROWS_MAX_VECTORS_PER_LANE`] vectors each), 1 for rows of up
+    /// to [`SCALAR_ROW_MAX_BYTES`] that take scalar loads, or for
+    /// [`ShortRows::ragged`] rows the count that uses the warp's loads
+    /// well ([`RAGGED_MIN_LOADS_USED_PERCENT`]).
     pub lanes_per_row: u32,
     /// Rows (a lane each) that are packed, each row starting where the one
     /// before ends from a 16-byte aligned base, of at most
