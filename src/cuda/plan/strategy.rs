@@ -703,7 +703,7 @@ fn lanes_for_vectors(vectors: u64, warp_size: u64) -> Option<u64> {
 /// vectors: rows of 37 i64 (19 vectors at most) take 10 lanes of 2 loads,
 /// 3 rows a warp (89% used), where 19 lanes of one load hold 1 (59%).
 fn ragged_lanes(vectors: u32, warp_size: u32) -> Option<u32> {
-    let mut best: Option<(u32, u64)> = None; // (lanes, loads used, per mille)
+    let mut best: Option<(u32, u64)> = None; // (lanes, loads used per mille)
     for per_lane in 1..=SHORT_ROWS_MAX_VECTORS_PER_LANE as u32 {
         let lanes = vectors.div_ceil(per_lane);
         if lanes > warp_size {
