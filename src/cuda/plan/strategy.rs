@@ -277,9 +277,12 @@ impl ShortRows {
 
 /// The most aligned vectors of `width` inputs that cover a row of
 /// `row_len` inputs starting anywhere: up to `width - 1` inputs before the
-/// row share its first vector.
+/// row share its first vector. In u64, so that no row length wraps; the
+/// count is at most `row_len` (`width` ≥ 1), so it fits a u32.
 pub fn ragged_row_vectors(row_len: u32, width: u32) -> u32 {
-    (row_len + 2 * width - 2) / width
+    let width = u64::from(width.max(1));
+    let vectors = (u64::from(row_len) + 2 * width - 2) / width;
+    u32::try_from(vectors).unwrap_or(u32::MAX)
 }
 
 /// The strategy this crate runs for `iter`, given PyTorch's own config for
