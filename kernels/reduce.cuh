@@ -121,38 +121,62 @@ constexpr int kPyTorchMaxOutputVecSize = 4;
 
 // reduce_kernel's register budget. PyTorch budgets 4 resident blocks per SM
 // (C10_LAUNCH_BOUNDS_2(nt, 4)), which leaves 32 registers a thread at 512
-// threads. Where the accumulators the vectorized path holds (input_vec_size
-// of them) take 64 bytes or more (index pairs, and f64 Welford, logsumexp
-// or aminmax state), they and one vector load do not fit in 32: argmax of
-// f32 spilled a 72-byte stack frame, of f64 200 bytes, and ran at 37% and
-// 15% of the read ceiling. Such kernels get half the resident blocks and
-// twice the registers (argmax then reaches 85%). Smaller spills cost less
-// than half the occupancy: f32 Welford (two 16-byte accumulators, a 48-byte
-// frame) ran 17% slower on 64 registers, so it keeps PyTorch's budget.
+// threads. Two cases get fewer blocks and more registers:
+//
+// - Where the accumulators the vectorized path holds (input_vec_size of
+//   them) take 64 bytes or more (index pairs, and f64 Welford, logsumexp or
+//   aminmax state), they and one vector load do not fit in 32: argmax of
+//   f32 spilled a 72-byte stack frame, of f64 200 bytes, and ran at 37% and
+//   15% of the read ceiling. Such kernels get half the resident blocks and
+//   twice the registers (argmax then reaches 85%). Smaller spills cost less
+//   than half the occupancy: f32 Welford (two 16-byte accumulators, a
+//   48-byte frame) ran 17% slower on 64 registers, so it keeps PyTorch's
+//   budget.
+// - Where 32 registers hold fewer than kMinLoadsInFlight vector loads
+//   beside the accumulators (8-byte inputs into 8-byte accumulators: sum,
+//   mean or amax of f64 and i64, whose 32 bytes of accumulators and one
+//   32-byte load fill the budget), the kernel gets the most blocks that
+//   hold two. With one load in flight a thread, f64 and i64 rows of 4096
+//   to 65536 read at 79-83% of the read ceiling on an H100; at 3 blocks
+//   (40 registers, two loads) they ran 4-11% faster, as fast as at 2 blocks
+//   (56 registers, four loads), and spilled nothing (12 bytes before).
 constexpr int kRegistersPerSm = 65536;
 constexpr int kWideAccumulatorBytes = 64;
 constexpr int kWideAccumulatorRegisters = 64;
-template <int nt, int accumulator_bytes>
+constexpr int kMinLoadsInFlight = 2;
+// Registers a thread keeps for indices, addresses and the functor's
+// temporaries, beside its loads and accumulators.
+constexpr int kReservedRegisters = 12;
+
+// The vector loads of `load_bytes` that fit beside `accumulator_bytes` in
+// the registers a thread of an `nt`-thread block has at `blocks` per SM.
+__device__ constexpr int loads_that_fit(int nt, int blocks, int load_bytes, int accumulator_bytes) {
+  return ((kRegistersPerSm / (nt * blocks) - kReservedRegisters) * 4 - accumulator_bytes) / load_bytes;
+}
+
+template <int nt, int load_bytes, int accumulator_bytes>
 __device__ constexpr int reduce_min_blocks_per_sm() {
   constexpr int registers_at_4 = kRegistersPerSm / (nt * 4);
-  return accumulator_bytes >= kWideAccumulatorBytes && registers_at_4 < kWideAccumulatorRegisters
-             ? kRegistersPerSm / (nt * kWideAccumulatorRegisters)
-             : 4;
+  if (accumulator_bytes >= kWideAccumulatorBytes && registers_at_4 < kWideAccumulatorRegisters) {
+    return kRegistersPerSm / (nt * kWideAccumulatorRegisters);
+  }
+  int blocks = 4;
+  while (blocks > 2 && loads_that_fit(nt, blocks, load_bytes, accumulator_bytes) < kMinLoadsInFlight) {
+    blocks--;
+  }
+  return blocks;
 }
 
 // How many vector loads input_vectorized_thread_reduce_impl issues before
 // reducing any: up to four, as many as fit beside the input_vec_size
-// accumulators in the registers a thread has, less kReservedRegisters for
-// indices, addresses and the functor's temporaries, and at least one.
-// Spilling the batch to local memory costs far more than a shorter batch:
-// at 32 registers sum of f32 (16 bytes of accumulators, 16-byte loads) keeps
-// four loads and f64 sum (32 and 32) one; at 64 registers argmax of f32
-// (64 bytes of index pairs) keeps four.
-constexpr int kReservedRegisters = 12;
+// accumulators in the registers a thread has, and at least one. Spilling
+// the batch to local memory costs far more than a shorter batch: at 32
+// registers sum of f32 (16 bytes of accumulators, 16-byte loads) keeps
+// four loads; at 40 registers f64 sum (32 and 32) keeps two; at 64
+// registers argmax of f32 (64 bytes of index pairs) keeps four.
 template <int nt, int min_blocks_per_sm, int load_bytes, int accumulator_bytes>
 __device__ constexpr int vectorized_loads_in_flight() {
-  constexpr int budget_bytes = (kRegistersPerSm / (nt * min_blocks_per_sm) - kReservedRegisters) * 4;
-  constexpr int fit = (budget_bytes - accumulator_bytes) / load_bytes;
+  constexpr int fit = loads_that_fit(nt, min_blocks_per_sm, load_bytes, accumulator_bytes);
   return fit < 1 ? 1 : fit > 4 ? 4 : fit;
 }
 
@@ -180,7 +204,7 @@ struct ReduceOp {
   using arg_t = typename ops_t::arg_t;
   template <int nt>
   static constexpr int min_blocks_per_sm() {
-    return reduce_min_blocks_per_sm<nt, input_vec_size * sizeof(arg_t)>();
+    return reduce_min_blocks_per_sm<nt, input_vec_size * sizeof(scalar_t), input_vec_size * sizeof(arg_t)>();
   }
   using InputCalculator = OffsetCalculator<1, index_t>;
   using OutputCalculator = OffsetCalculator<2, index_t>;
