@@ -335,6 +335,10 @@ struct ReduceOp {
         return looked_up[r][operand];
       }
     }
+    // The address of row r's first input (a byte address, as args.src).
+    __device__ __forceinline__ uint64_t input_address(const ReduceArgs<index_t>& args, int r) const {
+      return args.src + offset(args, r, 1);
+    }
     // live[slot] and offset(.., slot, 0) for a slot known only at run time
     // (it depends on the lane): a select over the unrolled slots keeps the
     // arrays in registers, where indexing them would move them to local
@@ -349,7 +353,7 @@ struct ReduceOp {
     }
     __device__ __forceinline__ index_t output_offset_at(const ReduceArgs<index_t>& args, uint32_t slot) const {
       if constexpr (one_dim) {
-        return (first_row + slot * args.config.step_output) * args.output_calc.strides_[0][0];
+        return offset(args, (int)slot, 0);
       } else {
         index_t found = 0;
 #pragma unroll
@@ -466,8 +470,7 @@ struct ReduceOp {
 #pragma unroll
         for (int r = 0; r < kMaxRowsPerThread; r++) {
           if (rows.live[r]) {
-            const char* row_start = reinterpret_cast<const char*>(args.src + rows.offset(args, r, 1));
-            values[r] = reinterpret_cast<const load_t*>(row_start)[vector];
+            values[r] = reinterpret_cast<const load_t*>(rows.input_address(args, r))[vector];
           }
         }
 #pragma unroll
@@ -495,7 +498,7 @@ struct ReduceOp {
   template <typename Rows>
   __device__ __forceinline__ uint32_t row_head(const Rows& rows, int r) const {
     constexpr uint32_t kLoadBytes = kWidestRowVector * sizeof(scalar_t);
-    return ((uint32_t)args.src + (uint32_t)rows.offset(args, r, 1)) % kLoadBytes / (uint32_t)sizeof(scalar_t);
+    return (uint32_t)rows.input_address(args, r) % kLoadBytes / (uint32_t)sizeof(scalar_t);
   }
 
   // ShortRows' ragged rows (ShortRows::ragged on the host): rows that the
@@ -530,7 +533,7 @@ struct ReduceOp {
       bool in_bounds = true;
 #pragma unroll
       for (int r = 0; r < kMaxRowsPerThread; r++) {
-        const uint64_t end = args.src + rows.offset(args, r, 1) + row_bytes;
+        const uint64_t end = rows.input_address(args, r) + row_bytes;
         in_bounds = in_bounds && (!rows.live[r] || ((end + kLoadBytes - 1) & ~(kLoadBytes - 1)) <= args.src_end);
       }
       if (in_bounds) {
@@ -541,7 +544,7 @@ struct ReduceOp {
           for (int r = 0; r < kMaxRowsPerThread; r++) {
             const uint32_t head = row_head(rows, r);
             if (rows.live[r] && vector * W < head + row_len) {
-              const uint64_t start = args.src + rows.offset(args, r, 1) - head * sizeof(scalar_t);
+              const uint64_t start = rows.input_address(args, r) - head * sizeof(scalar_t);
               values[r] = reinterpret_cast<const load_t*>(start)[vector];
             }
           }
@@ -564,7 +567,7 @@ struct ReduceOp {
 #pragma unroll
         for (int r = 0; r < kMaxRowsPerThread; r++) {
           if (rows.live[r]) {
-            const scalar_t* row = reinterpret_cast<const scalar_t*>(args.src + rows.offset(args, r, 1));
+            const scalar_t* row = reinterpret_cast<const scalar_t*>(rows.input_address(args, r));
             for (uint32_t input = rows.lane; input < row_len; input += lanes) {
               value[r] = op.reduce(value[r], row[input], (int64_t)input);
             }
@@ -579,15 +582,23 @@ struct ReduceOp {
   // a tree into the row's first lane (the returned StoredRows is empty).
   __device__ __forceinline__ StoredRows combine_row_lanes(uint32_t lane, arg_t (&value)[kMaxRowsPerThread]) const {
     const ReduceConfig& config = this->config();
-    const ops_t op = ops();
     const uint32_t lanes = config.lanes_per_row;
     if (lanes > 1 && config.rows_per_thread == kMaxRowsPerThread) {
       return spread_rows(lane, lanes, value);
     }
-    // Lane l adds lane l + offset of its own row: after offsets 1, 2, 4, ...
-    // lane 0 of each row holds the whole row, for any lanes_per_row.
-    // Every lane shuffles (the mask is the full warp).
-    for (uint32_t offset = 1; offset < lanes; offset <<= 1) {
+    fold_row_lanes(lane, lanes, 1, value);
+    return StoredRows{0, 0};
+  }
+
+  // Lane l adds lane l + offset of its own row, for offsets `first`,
+  // 2 * first, ... below `lanes`: from 1, lane 0 of each row ends with the
+  // whole row, for any lanes_per_row; from a power of two `width`, each of
+  // the first `width` lanes with its block of lanes. Every lane shuffles
+  // (the mask is the full warp).
+  __device__ __forceinline__ void fold_row_lanes(uint32_t lane, uint32_t lanes, uint32_t first,
+                                                 arg_t (&value)[kMaxRowsPerThread]) const {
+    const ops_t op = ops();
+    for (uint32_t offset = first; offset < lanes; offset <<= 1) {
 #pragma unroll
       for (int r = 0; r < kMaxRowsPerThread; r++) {
         arg_t other = op.warp_shfl_down(value[r], offset);
@@ -596,7 +607,6 @@ struct ReduceOp {
         }
       }
     }
-    return StoredRows{0, 0};
   }
 
   // The lanes of a row group combine a full set of rows (every slot of
@@ -614,24 +624,14 @@ struct ReduceOp {
   // the lane and slot numbers, so results stay bitwise reproducible.
   __device__ __forceinline__ StoredRows spread_rows(uint32_t lane, uint32_t lanes,
                                                     arg_t (&value)[kMaxRowsPerThread]) const {
-    const ops_t op = ops();
     // The lanes that end with rows: the most, as a power of two, of at most
-    // kMaxRowsPerThread. Lane l + k * width folds into lane l down a tree
-    // (as combine_row_lanes' tree, a block of `width` lanes for a lane),
+    // kMaxRowsPerThread. Lane l + k * width folds into lane l down a tree,
     // which takes any lanes_per_row.
     uint32_t width = 1;
     while (width * 2 <= lanes && width * 2 <= (uint32_t)kMaxRowsPerThread) {
       width *= 2;
     }
-    for (uint32_t offset = width; offset < lanes; offset <<= 1) {
-#pragma unroll
-      for (int r = 0; r < kMaxRowsPerThread; r++) {
-        arg_t other = op.warp_shfl_down(value[r], offset);
-        if (lane + offset < lanes) {
-          value[r] = op.combine(value[r], other);
-        }
-      }
-    }
+    fold_row_lanes(lane, lanes, width, value);
     // A row group starts at any lane of the warp (lanes_per_row need not
     // divide it), so partners are named by their lane in the warp.
     const uint32_t group_start = warp_lane() - lane;
