@@ -133,8 +133,8 @@ constexpr int kPyTorchMaxOutputVecSize = 4;
 //   48-byte frame) ran 17% slower on 64 registers, so it keeps PyTorch's
 //   budget.
 // - Where 32 registers hold fewer than kMinLoadsInFlight vector loads
-//   beside the accumulators (8-byte inputs into 8-byte accumulators: sum,
-//   mean or amax of f64 and i64, whose 32 bytes of accumulators and one
+//   beside the accumulators (8-byte inputs into 8-byte accumulators: sum
+//   or amax of f64 and i64, whose 32 bytes of accumulators and one
 //   32-byte load fill the budget), the kernel gets the most blocks that
 //   hold two. With one load in flight a thread, f64 and i64 rows of 4096
 //   to 65536 read at 79-83% of the read ceiling on an H100; at 3 blocks
