@@ -15,6 +15,14 @@
 
 namespace tr {
 
+// The most outputs a lane takes in PyTorch's plan (get_output_vec_size's
+// 4); wider lanes are the ShortColumns strategy's.
+constexpr int kPyTorchMaxOutputVecSize = 4;
+// The narrowest reduce_kernel that carries the RaggedColumns paths: the
+// planner gives such lanes max_output_vec_size outputs, never fewer than
+// PyTorch's 4, so the narrower kernels are spared the code.
+constexpr int kRaggedColumnsMinOutputVecSize = kPyTorchMaxOutputVecSize;
+
 // PyTorch's ReduceConfig, the fields the kernel reads. The host mirrors this
 // struct (#[repr(C)]) and passes it inside ReduceArgs.
 struct ReduceConfig {
@@ -44,6 +52,13 @@ struct ReduceConfig {
   uint32_t rows_per_thread;
   uint32_t stage_rows;
   uint32_t ragged_rows;
+  // The RaggedColumns strategy: see ReduceOp::load_ragged_columns.
+  uint32_t ragged_columns;
+  // Keeps the struct a whole number of 8-byte words, so ReduceArgs' members
+  // after it sit where they always have: with an odd word count ptxas gave
+  // f32 argmax's reduce_kernel<512, 1> 8 more registers and f64 argmax's
+  // a spill, from the parameter layout alone.
+  uint32_t reserved;
 
   __device__ __forceinline__ bool should_block_x_reduce() const { return input_mult[BLOCK_X] != 0; }
   __device__ __forceinline__ bool should_block_y_reduce() const { return input_mult[BLOCK_Y] != 0; }
@@ -52,6 +67,20 @@ struct ReduceConfig {
   __device__ __forceinline__ bool should_store(uint32_t output_idx) const {
     return output_idx < num_outputs && (!should_block_x_reduce() || threadIdx.x == 0) &&
            (!should_block_y_reduce() || threadIdx.y == 0);
+  }
+
+  // How many of the output_vec_size outputs from output_idx (which
+  // should_store found below num_outputs) exist: all of them in PyTorch's
+  // plan, whose vectors divide the outputs; fewer in a RaggedColumns
+  // plan's last vector.
+  // (Only kernels wide enough for RaggedColumns check.)
+  template <int output_vec_size>
+  __device__ __forceinline__ uint32_t live_outputs(uint32_t output_idx) const {
+    if constexpr (output_vec_size < kRaggedColumnsMinOutputVecSize) {
+      return output_vec_size;
+    } else {
+      return min((uint32_t)output_vec_size, num_outputs - output_idx);
+    }
   }
 
   // Elements outside the vectorised main loop (misaligned head, tail) are
@@ -115,9 +144,6 @@ constexpr int kMaxRowsPerThread = 8;
 constexpr int kShortRowsThreads = 256;
 constexpr int kShortRowsMinBlocksPerSm = 4;
 constexpr int kShortRowsStageAlign = 16;
-// The most outputs a lane takes in PyTorch's plan (get_output_vec_size's
-// 4); wider lanes are the ShortColumns strategy's.
-constexpr int kPyTorchMaxOutputVecSize = 4;
 
 // reduce_kernel's register budget. PyTorch budgets 4 resident blocks per SM
 // (C10_LAUNCH_BOUNDS_2(nt, 4)), which leaves 32 registers a thread at 512
@@ -254,7 +280,7 @@ struct ReduceOp {
     if (config.should_global_reduce()) {
       global_reduce<output_vec_size>(value, acc, out, out_elem, output_idx, shared_memory);
     } else if (config.should_store(output_idx)) {
-      store_output<output_vec_size>(value, acc, out, out_elem);
+      store_output<output_vec_size>(value, acc, out, out_elem, config.template live_outputs<output_vec_size>(output_idx));
     }
   }
 
@@ -747,11 +773,14 @@ struct ReduceOp {
   // accumulator (the planner's can_accumulate_in_output); otherwise the host
   // passes an accumulation buffer, so the output is only ever written with a
   // projected result and any accumulator (pairs, Welford state) compiles.
+  // Only the first `live` outputs exist (live_outputs): the rest of a
+  // RaggedColumns lane's last vector is neither read nor written.
   template <int output_vec_size>
   __device__ __forceinline__ void store_output(Array<arg_t, output_vec_size> value,
                                                Array<arg_t, output_vec_size>* acc,
                                                const Array<out_scalar_t*, output_vec_size>& out,
-                                               const Array<index_t, output_vec_size>& out_elem) const {
+                                               const Array<index_t, output_vec_size>& out_elem,
+                                               uint32_t live = output_vec_size) const {
     const ops_t op = ops();
     if (args.accumulate) {
 #pragma unroll
@@ -763,11 +792,22 @@ struct ReduceOp {
       if (args.accumulate) {
 #pragma unroll
         for (int i = 0; i < output_vec_size; i++) {
-          value[i] = op.combine((*acc)[i], value[i]);
+          if ((uint32_t)i < live) {
+            value[i] = op.combine((*acc)[i], value[i]);
+          }
         }
       }
       if (!args.final_output) {
-        *acc = value;
+        if (live == output_vec_size) {
+          *acc = value;
+        } else {
+#pragma unroll
+          for (int i = 0; i < output_vec_size; i++) {
+            if ((uint32_t)i < live) {
+              (*acc)[i] = value[i];
+            }
+          }
+        }
         return;
       }
     } else if constexpr (is_same<arg_t, out_scalar_t>::value) {
@@ -775,20 +815,26 @@ struct ReduceOp {
       if (args.accumulate) {
 #pragma unroll
         for (int i = 0; i < output_vec_size; i++) {
-          value[i] = op.combine(*out[i], value[i]);
+          if ((uint32_t)i < live) {
+            value[i] = op.combine(*out[i], value[i]);
+          }
         }
       }
       if (!args.final_output) {
 #pragma unroll
         for (int i = 0; i < output_vec_size; i++) {
-          *out[i] = value[i];
+          if ((uint32_t)i < live) {
+            *out[i] = value[i];
+          }
         }
         return;
       }
     }
 #pragma unroll
     for (int i = 0; i < output_vec_size; i++) {
-      *out[i] = op.template project<out_scalar_t>(value[i]);
+      if ((uint32_t)i < live) {
+        *out[i] = op.template project<out_scalar_t>(value[i]);
+      }
     }
     if constexpr (ops_t::noutputs == 2) {
       // var and std share var_mean's functor but ask for one output.
@@ -797,7 +843,9 @@ struct ReduceOp {
         second_t* out2 = reinterpret_cast<second_t*>(args.dst[1]);
 #pragma unroll
         for (int i = 0; i < output_vec_size; i++) {
-          out2[out_elem[i]] = op.template project_second<out_scalar_t>(value[i]);
+          if ((uint32_t)i < live) {
+            out2[out_elem[i]] = op.template project_second<out_scalar_t>(value[i]);
+          }
         }
       }
     }
@@ -825,6 +873,12 @@ struct ReduceOp {
       }
     }
     const index_t element_stride = args.input_calc.strides_[0][0] / sizeof(scalar_t);
+    if constexpr (output_vec_size >= kRaggedColumnsMinOutputVecSize) {
+      if (config.ragged_columns) {
+        // One reduced dim, as the planner takes it, of any row pitch.
+        return thread_reduce_impl<output_vec_size, true>(data, [&](index_t idx) { return idx * element_stride; });
+      }
+    }
     const bool is_contiguous = args.input_calc.dims == 1 && element_stride == 1;
     if (is_contiguous) {
       return thread_reduce_impl<output_vec_size>(data, [](index_t idx) { return idx; });
@@ -932,8 +986,9 @@ struct ReduceOp {
   // The scalar paths: `calc` maps an input index to an element offset
   // (identity, one stride, or the N-d OffsetCalculator). With output
   // vectorisation each load brings output_vec_size neighbouring outputs'
-  // inputs, which the planner made contiguous and aligned.
-  template <int output_vec_size, typename offset_calc_t>
+  // inputs, which the planner made contiguous and aligned, or under
+  // RaggedColumns (`ragged_columns`) contiguous only (load_ragged_columns).
+  template <int output_vec_size, bool ragged_columns = false, typename offset_calc_t>
   __device__ __forceinline__ Array<arg_t, output_vec_size> thread_reduce_impl(const scalar_t* data_,
                                                                                offset_calc_t calc) const {
     const ReduceConfig& config = this->config();
@@ -944,7 +999,13 @@ struct ReduceOp {
 
     using arg_vec_t = Array<arg_t, output_vec_size>;
     using load_t = aligned_vector<scalar_t, output_vec_size>;
-    const load_t* data = reinterpret_cast<const load_t*>(data_);
+    const auto load = [&](index_t i) -> load_t {
+      if constexpr (ragged_columns) {
+        return load_ragged_columns<output_vec_size>(data_ + calc(i));
+      } else {
+        return reinterpret_cast<const load_t*>(data_)[calc(i) / output_vec_size];
+      }
+    };
 
     // vt0 independent accumulators remove the dependency between unrolled
     // loads. Lanes of more than PyTorch's 4 outputs (the ShortColumns
@@ -962,37 +1023,42 @@ struct ReduceOp {
       }
     }
 
-    load_t values[vt0];
+    // Loads issued before any is reduced: vt0, or half as many ragged
+    // ones (two vectors each) in the widest lanes, whose registers
+    // (kShortColumnsRegisters) held vt0 pairs only by spilling.
+    constexpr int kLoads =
+        ragged_columns && output_vec_size > kPyTorchMaxOutputVecSize ? (vt0 + 1) / 2 : vt0;
+    load_t values[kLoads];
 
-    while ((uint64_t)idx + (uint64_t)(vt0 - 1) * stride < (uint64_t)end) {
+    while ((uint64_t)idx + (uint64_t)(kLoads - 1) * stride < (uint64_t)end) {
 #pragma unroll
-      for (int i = 0; i < vt0; i++) {
-        values[i] = data[calc(idx + i * stride) / output_vec_size];
+      for (int i = 0; i < kLoads; i++) {
+        values[i] = load(idx + i * stride);
       }
 #pragma unroll
-      for (int i = 0; i < vt0; i++) {
+      for (int i = 0; i < kLoads; i++) {
 #pragma unroll
         for (int j = 0; j < output_vec_size; j++) {
           value_list[i % accumulators][j] =
               op.reduce(value_list[i % accumulators][j], values[i].val[j], (int64_t)(idx + i * stride));
         }
       }
-      idx += stride * vt0;
+      idx += stride * kLoads;
     }
 
-    // Tail: fewer than vt0 strides left; all loads first, then the adds.
+    // Tail: fewer than kLoads strides left; all loads first, then the adds.
     const index_t idx_ = idx;
 #pragma unroll
-    for (int i = 0; i < vt0; i++) {
+    for (int i = 0; i < kLoads; i++) {
       if (idx >= end) {
         break;
       }
-      values[i] = data[calc(idx) / output_vec_size];
+      values[i] = load(idx);
       idx += stride;
     }
     idx = idx_;
 #pragma unroll
-    for (int i = 0; i < vt0; i++) {
+    for (int i = 0; i < kLoads; i++) {
       if (idx >= end) {
         break;
       }
@@ -1011,6 +1077,66 @@ struct ReduceOp {
       }
     }
     return value_list[0];
+  }
+
+  // RaggedColumns (ReduceConfig::ragged_columns on the host): a lane's
+  // output_vec_size inputs of one row, from `p`, which may sit anywhere in
+  // its aligned vector. They are read as the two aligned vectors around
+  // them, shifted down by p's place in the first: whole 32-bit words (or
+  // scalars, for 8-byte ones) in steps of 1, 2, 4..., then the bytes left
+  // within a word. The lanes of a warp walk consecutive vectors of one
+  // row, so a lane's second vector is its neighbour's first (an L1 hit,
+  // not DRAM traffic), and the shift is the same for every lane of the
+  // row, so no lane diverges. A vector that would run past the input's
+  // allocation (only the last row's last lanes) is read input by input up
+  // to its end instead. Inputs past the row's end (the last lane's) only
+  // feed outputs that store_output never writes.
+  template <int output_vec_size>
+  __device__ __forceinline__ aligned_vector<scalar_t, output_vec_size> load_ragged_columns(const scalar_t* p) const {
+    using load_t = aligned_vector<scalar_t, output_vec_size>;
+    constexpr uint32_t kBytes = sizeof(load_t);
+    constexpr int kWords = (int)(kBytes / 4);
+    static_assert(kBytes % 4 == 0, "ragged columns move whole 32-bit words");
+    // An 8-byte scalar's shift is a whole number of scalars, so of pairs of words.
+    constexpr int kFirstStep = sizeof(scalar_t) > 4 ? (int)(sizeof(scalar_t) / 4) : 1;
+    const uint64_t address = reinterpret_cast<uint64_t>(p);
+    const uint32_t shift = (uint32_t)(address % kBytes);
+    const uint64_t first = address - shift;
+    load_t result;
+    if (first + (shift == 0 ? kBytes : 2 * kBytes) <= args.src_end) {
+      const load_t* vectors = reinterpret_cast<const load_t*>(first);
+      if (shift == 0) {
+        return vectors[0];
+      }
+      const load_t low = vectors[0];
+      const load_t high = vectors[1];
+      uint32_t words[2 * kWords];
+      memcpy(words, &low, kBytes);
+      memcpy(words + kWords, &high, kBytes);
+      const uint32_t word_shift = shift / 4;
+#pragma unroll
+      for (int step = kFirstStep; step < kWords; step *= 2) {
+        const bool take = (word_shift & (uint32_t)step) != 0;
+#pragma unroll
+        for (int k = 0; k + step < 2 * kWords; k++) {
+          words[k] = take ? words[k + step] : words[k];
+        }
+      }
+      if constexpr (sizeof(scalar_t) < 4) {
+        const uint32_t bits = (shift % 4) * 8;
+#pragma unroll
+        for (int k = 0; k < kWords; k++) {
+          words[k] = __funnelshift_r(words[k], words[k + 1], bits);
+        }
+      }
+      memcpy(&result, words, kBytes);
+      return result;
+    }
+#pragma unroll
+    for (int i = 0; i < output_vec_size; i++) {
+      result.val[i] = address + (uint64_t)(i + 1) * sizeof(scalar_t) <= args.src_end ? p[i] : scalar_t{};
+    }
+    return result;
   }
 
   // Lanes of one row hold partials of one output: halve through shared
@@ -1179,7 +1305,7 @@ struct ReduceOp {
         value = block_x_reduce<output_vec_size>(value, shared_memory);
       }
       if (should_store) {
-        store_output<output_vec_size>(value, acc, out, out_elem);
+        store_output<output_vec_size>(value, acc, out, out_elem, config.template live_outputs<output_vec_size>(output_idx));
       }
     }
   }

@@ -158,7 +158,7 @@ done < <( (grep gpu_paths "$here/tests.list"; grep -v gpu_paths "$here/tests.lis
 [[ " $STAGES " == *" tests "* ]] && summary+=("tests: $pass passed, $fail failed${failed[*]:+ (${failed[*]})}, ${#cut[@]} not run or cut short for time${cut[*]:+ (${cut[*]})}")
 
 # Stage 2: compute-sanitizer over a few small GPU tests.
-san_tests="${SAN_TESTS:-ragged_short_rows short_rows_strategy packed_short_rows_are_staged row_per_warp_strategy vectorized_dims_strategy misaligned_views_take_the_head_and_tail_paths output_vectorized_columns warp_split_block_y_reduce cta_split_global_reduce tall_columns_strategy kept_dims_in_the_input_order value_ops_on_every_path stateful_ops_on_every_path}"
+san_tests="${SAN_TESTS:-ragged_short_rows short_rows_strategy packed_short_rows_are_staged row_per_warp_strategy vectorized_dims_strategy misaligned_views_take_the_head_and_tail_paths output_vectorized_columns ragged_columns_strategy warp_split_block_y_reduce cta_split_global_reduce tall_columns_strategy kept_dims_in_the_input_order value_ops_on_every_path stateful_ops_on_every_path}"
 gp=$(grep -E '^test-gpu_paths' "$here/tests.list" | head -1)
 if [[ " $STAGES " != *" sanitizers "* ]]; then
   :

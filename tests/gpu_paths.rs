@@ -442,6 +442,45 @@ fn short_columns_strategy() {
     }
 }
 
+/// Columns whose rows start off a vector boundary
+/// ([`Strategy::RaggedColumns`]): odd widths in every dtype (the last lane
+/// of a row storing fewer outputs than it reads), a view 3 elements into a
+/// row pitch of 2063, a 16-bit width of 4 mod 8, long columns whose warps
+/// split the inputs, and inputs of over 1 MiB (allocated to the byte, not
+/// from the block cache) whose last row ends off a vector boundary of the
+/// allocation, so that its last lanes read input by input up to its end.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn ragged_columns_strategy() {
+    let Some((dev, props)) = gpu("ragged_columns_strategy") else {
+        return;
+    };
+    type View = fn(&Tensor) -> Tensor;
+    let cases: [(&[usize], View); 5] = [
+        (&[3, 4099], |t| t.clone()),
+        (&[5, 2063], |t| t.narrow(1, 3, 2051).unwrap()),
+        (&[2, 1028], |t| t.clone()),
+        (&[200, 1027], |t| t.clone()),
+        (&[3, 200_003], |t| t.clone()),
+    ];
+    for dt in DType::ALL {
+        for (i, &(shape, view)) in cases.iter().enumerate() {
+            let x = ints(shape, dt, 130 + i as u64);
+            let out = ReduceOp::Sum.output_dtype(dt, None).unwrap();
+            let l = check(&x, view, &[0], out, dev, &props);
+            // Every dtype's PyTorch plan leaves these narrower than the
+            // widest, but for 4-byte and wider inputs a width of 4 mod 8
+            // (1028) is aligned.
+            let aligned = shape[1] == 1028 && dt.size_in_bytes() >= 4;
+            assert_eq!(
+                any_launch(&l, |l| matches!(l.strategy, Strategy::RaggedColumns { .. })),
+                !aligned,
+                "{dt} {shape:?} over dim 0: {l:?}"
+            );
+        }
+    }
+}
+
 /// Permuted views whose kept dims run in the input's order rather than
 /// PyTorch's (the output's): a permuted 3-d tensor, channels-last images
 /// reduced over their height, and a narrowed base whose start leaves no
@@ -1002,8 +1041,8 @@ fn stateful_ops_on_every_path() {
 }
 
 /// `ops` on every dtype each takes, through the launch shapes that matter
-/// (vectorised misaligned rows, vectorised columns, block.y, a CTA split,
-/// an N-d channel reduction), against the CPU: the inputs are -1, 0 and 1,
+/// (vectorised misaligned rows, vectorised and ragged columns, block.y, a
+/// CTA split, an N-d channel reduction), against the CPU: the inputs are -1, 0 and 1,
 /// so sums, products, means, extremes and indices are exact on both sides
 /// and compared bit for bit (the others within a few ulps), and twice on
 /// the GPU, bit for bit against itself. Small enough to run under every
@@ -1012,7 +1051,7 @@ fn ops_on_every_path(test: &str, ops: &[ReduceOp]) {
     let Some((dev, _props)) = gpu(test) else {
         return;
     };
-    let cases: [OpsCase; 19] = [
+    let cases: [OpsCase; 21] = [
         (vec![64, 1028], |t| t.narrow(1, 1, 1027).unwrap(), vec![1]),
         (vec![1024, 96], |t| t.clone(), vec![0]),
         (vec![4096, 8], |t| t.clone(), vec![0]),
@@ -1053,6 +1092,10 @@ fn ops_on_every_path(test: &str, ops: &[ReduceOp]) {
         // lane for 16-bit and 1-byte inputs whose accumulator is at most 4
         // bytes (PyTorch's 4 for the rest).
         (vec![3, 4104], |t| t.narrow(1, 8, 4096).unwrap(), vec![0]),
+        // Ragged columns: an odd width, and a view 3 elements into an odd
+        // row pitch; the last lane of each row stores part of its vector.
+        (vec![5, 4101], |t| t.clone(), vec![0]),
+        (vec![3, 2063], |t| t.narrow(1, 3, 2051).unwrap(), vec![0]),
         // A permuted view whose kept dims run in the input's order.
         (
             vec![48, 40, 64],

@@ -608,6 +608,42 @@ fn short_columns_launches_are_covered_exactly_once() {
 }
 
 #[test]
+fn ragged_columns_launches_are_covered_exactly_once() {
+    // Columns whose rows start off a vector boundary, read as the aligned
+    // vectors around each lane's inputs, the last lane of each row storing
+    // only the outputs that exist: odd widths of 4-, 2- and 8-byte inputs,
+    // a view starting 3 elements into a row pitch of 2063, a width of 4
+    // mod 8 in bf16, long columns whose warps split the inputs, 1-byte
+    // inputs (4 outputs a lane), and 8-byte ones on an odd row pitch.
+    let cases: [ViewCase; 7] = [
+        (DType::F32, &[3, 1001], &[1001, 1], 0, &[true, false]),
+        (DType::F16, &[5, 2051], &[2063, 1], 3, &[true, false]),
+        (DType::F64, &[7, 333], &[333, 1], 0, &[true, false]),
+        (DType::BF16, &[2, 1028], &[1028, 1], 0, &[true, false]),
+        (DType::F32, &[200, 1027], &[1027, 1], 0, &[true, false]),
+        (DType::U8, &[5, 4101], &[4101, 1], 0, &[true, false]),
+        (DType::I64, &[6, 300], &[301, 1], 1, &[true, false]),
+    ];
+    for case in cases {
+        let (l, dtype, plan) = plan_view_case(case);
+        let shape = &l.shape;
+        assert!(
+            matches!(
+                plan.launches[0].strategy,
+                PlanStrategy::RaggedColumns { .. }
+            ),
+            "{l:?} {dtype}: {:?}",
+            plan.launches[0].strategy
+        );
+        assert_eq!(
+            check_plan(&plan),
+            Ok(shape.iter().product()),
+            "{l:?} {dtype}"
+        );
+    }
+}
+
+#[test]
 fn launches_in_the_input_order_are_covered_exactly_once() {
     // Kept dims that run in the input's order rather than the output's: a
     // permuted 3-d tensor (4 outputs a lane), channels-last images over

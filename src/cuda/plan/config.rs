@@ -98,6 +98,7 @@ impl ReduceConfig {
             rows_per_thread: 1,
             stage_rows: false,
             ragged_rows: false,
+            ragged_columns: false,
         }
     }
 
@@ -148,10 +149,15 @@ impl ReduceConfig {
 
     /// `grid()`: one CTA column per `step_output` output vectors (times
     /// `rows_per_thread`, 1 in PyTorch's config), and `ctas_per_output` CTAs
-    /// along y sharing each.
+    /// along y sharing each. The vectors are rounded up: PyTorch's divide
+    /// the outputs, a [`ragged_columns`](Self::ragged_columns) plan's last
+    /// one may run past them.
     pub fn grid(&self) -> [u32; 3] {
         let x = div_up(
-            u64::from(self.num_outputs / self.output_vec_size),
+            div_up(
+                u64::from(self.num_outputs),
+                u64::from(self.output_vec_size.max(1)),
+            ),
             u64::from(self.step_output) * u64::from(self.rows_per_thread),
         );
         [x as u32, self.ctas_per_output, 1]
@@ -391,6 +397,24 @@ pub(super) fn set_reduce_config_with_output_vec(
     reduce_config(iter, signature, props, loads).0
 }
 
+/// `setReduceConfig` with [`max_output_vec_size`](super::max_output_vec_size)
+/// outputs a lane whatever the layout's alignment, read as the aligned
+/// vectors around them: the config of [`super::Strategy::RaggedColumns`],
+/// for an iterator of one contiguous kept dim. Every other decision is the
+/// port's on the wider vectors.
+pub(super) fn set_reduce_config_ragged_columns(
+    iter: &TensorIterator,
+    signature: &Signature,
+    props: &DeviceProps,
+) -> ReduceConfig {
+    let loads = Loads {
+        max_output_vec_size: super::max_output_vec_size(signature),
+        ragged_columns: true,
+        ..Loads::PYTORCH
+    };
+    reduce_config(iter, signature, props, loads).0
+}
+
 /// What `setReduceConfig` may vectorise: PyTorch's rules, or a strategy's
 /// variation on them.
 #[derive(Clone, Copy)]
@@ -401,12 +425,16 @@ struct Loads {
     /// Where `get_output_vec_size` starts (a power of two: PyTorch's 4, or
     /// a strategy's narrower or wider vectors).
     max_output_vec_size: u32,
+    /// Output vectors of `max_output_vec_size` whatever the alignment, the
+    /// last one rounded up past the outputs.
+    ragged_columns: bool,
 }
 
 impl Loads {
     const PYTORCH: Loads = Loads {
         several_reduced_dims: false,
         max_output_vec_size: PYTORCH_MAX_OUTPUT_VEC_SIZE,
+        ragged_columns: false,
     };
 }
 
@@ -454,6 +482,10 @@ fn reduce_config(
         {
             config.vectorize_input = true;
             dim0 /= u64::from(config.input_vec_size);
+        } else if !reduction_on_fastest_striding_dimension && loads.ragged_columns {
+            config.output_vec_size = loads.max_output_vec_size;
+            config.ragged_columns = true;
+            dim0 = div_up(dim0, u64::from(config.output_vec_size));
         } else if !reduction_on_fastest_striding_dimension {
             config.output_vec_size =
                 output_vec_size_up_to(iter, scalar_size as u64, loads.max_output_vec_size);

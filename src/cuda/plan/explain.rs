@@ -117,6 +117,7 @@ fn write_launch(
         | Strategy::RowPerWarp
         | Strategy::TallColumns { .. }
         | Strategy::ShortColumns { .. }
+        | Strategy::RaggedColumns { .. }
         | Strategy::VectorizedDims { .. } => format!(
             "reduce_kernel<nt={}, output_vec_size={}>",
             launch.nt, c.output_vec_size
@@ -319,6 +320,27 @@ fn write_launch(
             load_bytes(pt.output_vec_size),
             c.num_inputs,
             load_bytes(output_vec_size),
+            c.block_width,
+            c.block_height,
+            launch.grid[0],
+        )?;
+    }
+    if let (Strategy::RaggedColumns { output_vec_size }, Some(pt)) =
+        (launch.strategy, &launch.pytorch_config)
+    {
+        // In usize, as ShortColumns' above (at most 8 x 8 bytes).
+        let load_bytes = |outputs: u32| outputs as usize * plan.signature.input.size_in_bytes();
+        writeln!(
+            f,
+            "    - ours: the columns start off a {} B vector boundary, so PyTorch's lanes take {} output(s) and load {} B a row → {output_vec_size} a lane, each row's {} B read as the two aligned vectors around them; the last lane stores the {} of its {output_vec_size} outputs that exist: block ({}, {}), grid.x = {}",
+            load_bytes(output_vec_size),
+            pt.output_vec_size,
+            load_bytes(pt.output_vec_size),
+            load_bytes(output_vec_size),
+            match c.num_outputs % output_vec_size {
+                0 => output_vec_size,
+                n => n,
+            },
             c.block_width,
             c.block_height,
             launch.grid[0],

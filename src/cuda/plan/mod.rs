@@ -125,6 +125,11 @@ pub struct ReduceConfig {
     /// fit are read as the aligned vectors around each row, keeping only
     /// the row's inputs ([`ShortRows::ragged`]).
     pub ragged_rows: bool,
+    /// Under [`Strategy::RaggedColumns`], a lane's `output_vec_size`
+    /// inputs of a row may start anywhere: the kernel reads them as the
+    /// aligned vectors around them, and stores only the outputs below
+    /// `num_outputs` (the last vector may run past them).
+    pub ragged_columns: bool,
 }
 
 /// One `reduce_kernel<nt, output_vec_size>` launch.

@@ -8,7 +8,9 @@
 //!   `output_idx < num_outputs && input_idx < num_inputs` gate;
 //! - `thread_reduce_impl`: indices `input_idx + k * step_input`, each mapped
 //!   through the input offset calculator (reduced dims) and loaded as
-//!   `output_vec_size` consecutive elements at `offset / output_vec_size`;
+//!   `output_vec_size` consecutive elements at `offset / output_vec_size`
+//!   (under `ragged_columns`, at `offset` itself, and only those of outputs
+//!   below `num_outputs`);
 //! - `input_vectorized_thread_reduce_impl`: the misaligned head (`shift`,
 //!   read by lanes `shift <= x < input_vec_size` that `should_reduce_tail`),
 //!   the aligned `input_vec_size`-wide main loop, and the scalar tail; over
@@ -82,6 +84,16 @@ pub fn simulate_launch(
             "vectorize_input needs output_vec_size 1 and a contiguous fastest reduced dim".into(),
         );
     }
+    // The kernel's ragged path steps through rows by one stride, and only
+    // its kernels of PyTorch's widest vectors or wider carry it.
+    if c.ragged_columns
+        && (nrd != 1 || ndim != 2 || ovs < super::config::PYTORCH_MAX_OUTPUT_VEC_SIZE)
+    {
+        return Err(
+            "ragged_columns needs one reduced and one kept dim, and PyTorch's widest output vector or wider"
+                .into(),
+        );
+    }
     if c.lanes_per_row != 0 {
         return short_rows_reads(launch, scalar_size, &mut visit);
     }
@@ -133,8 +145,15 @@ pub fn simulate_launch(
                         while idx < u64::from(c.num_inputs) {
                             let elems =
                                 offsets(it, 0..nrd, idx, TensorIterator::INPUT) / scalar_size;
-                            let vec_start = elems / u64::from(ovs) * u64::from(ovs);
-                            for j in 0..ovs {
+                            // A ragged lane's vector starts where its row
+                            // does, and its outputs past the last are not
+                            // stored.
+                            let (vec_start, live) = if c.ragged_columns {
+                                (elems, ovs.min(c.num_outputs - store_idx))
+                            } else {
+                                (elems / u64::from(ovs) * u64::from(ovs), ovs)
+                            };
+                            for j in 0..live {
                                 read(j, slice + (vec_start + u64::from(j)) * scalar_size);
                             }
                             idx += u64::from(c.step_input);

@@ -7,8 +7,9 @@
 //! an order fixed by the plan, so results stay bitwise reproducible.
 
 use super::config::{
-    div_up, set_reduce_config_vectorizing_dims, set_reduce_config_with_output_vec,
-    target_grid_size, BLOCK_Y, CTA, MIN_VALUES_PER_THREAD, PYTORCH_MAX_OUTPUT_VEC_SIZE,
+    div_up, set_reduce_config_ragged_columns, set_reduce_config_vectorizing_dims,
+    set_reduce_config_with_output_vec, target_grid_size, BLOCK_Y, CTA, MIN_VALUES_PER_THREAD,
+    PYTORCH_MAX_OUTPUT_VEC_SIZE,
 };
 use super::{DeviceProps, ReduceConfig};
 use crate::iter::TensorIterator;
@@ -215,6 +216,29 @@ pub enum Strategy {
         /// Outputs a lane (`output_vec_size`), more than PyTorch's.
         output_vec_size: u32,
     },
+    /// Lanes of [`max_output_vec_size`] outputs where the layout leaves
+    /// PyTorch's narrower: columns whose rows start off a vector boundary
+    /// (an odd width, a row pitch or a start that no vector divides).
+    /// PyTorch's `get_output_vec_size` halves the vector until it divides
+    /// the first kept dim's size, the base and every other stride, so a
+    /// width of 22369621 f32 or 44739243 f16 leaves a lane one output and
+    /// one 4- or 2-byte load a row: `[3, 44739243]` f16 over dim 0 read at
+    /// 31% of the read ceiling, `[3, 22369621]` f32 at 57%, while the same
+    /// bytes in aligned columns read at 64-75% (their writes are a third
+    /// of the traffic). Here each lane reads its row's inputs as the two
+    /// aligned vectors around them and shifts them into place
+    /// (`load_ragged_columns` in the kernel), and the last lane of a row,
+    /// whose vector runs past the width, stores only the outputs that
+    /// exist. The kept dims must coalesce into one contiguous dim, so that
+    /// a lane's outputs are consecutive inputs of every row, and the
+    /// reduced dims into one, whose stride the kernel steps by; the rest of
+    /// the config is the port's on the wider vectors, taken where its lanes
+    /// fill a warp and its last CTAs fold no more partials than
+    /// [`Strategy::TallColumns`] allows.
+    RaggedColumns {
+        /// Outputs a lane (`output_vec_size`), more than PyTorch's.
+        output_vec_size: u32,
+    },
 }
 
 /// Rows, as a percentage of the device's resident warp slots (`sm_count *
@@ -292,7 +316,8 @@ pub fn ragged_row_vectors(row_len: u32, width: u32) -> u32 {
 /// PyTorch's warps split long rows that are many, [`Strategy::TallColumns`]
 /// where a column reduction's global reduce leaves each thread of a last
 /// CTA many partials, [`Strategy::ShortColumns`] where lanes of narrow
-/// inputs reduce short columns alone, [`Strategy::CtaSplit`] where
+/// inputs reduce short columns alone, [`Strategy::RaggedColumns`] where
+/// columns start off a vector boundary, [`Strategy::CtaSplit`] where
 /// PyTorch's grid leaves SMs without a CTA, else PyTorch's.
 pub fn choose_strategy(
     iter: &TensorIterator,
@@ -325,6 +350,9 @@ pub fn choose_strategy(
     }
     if let Some(output_vec_size) = short_columns(iter, signature, props, pytorch) {
         return Strategy::ShortColumns { output_vec_size };
+    }
+    if let Some(output_vec_size) = ragged_columns(iter, signature, props, pytorch) {
+        return Strategy::RaggedColumns { output_vec_size };
     }
     cta_split(pytorch, props).map_or(Strategy::PyTorch, |ctas_per_output| Strategy::CtaSplit {
         ctas_per_output,
@@ -517,6 +545,37 @@ fn short_columns(
     (alone(&wide) && wide.output_vec_size > pytorch.output_vec_size).then_some(wide.output_vec_size)
 }
 
+/// The output vector size of [`Strategy::RaggedColumns`] for `pytorch`'s
+/// column reduction: [`max_output_vec_size`] where one reduced dim and one
+/// contiguous kept dim left PyTorch's lanes fewer outputs, the wider plan's lanes fill a warp
+/// and its last CTAs fold at most [`TALL_COLUMNS_MAX_STAGED_PER_THREAD`]
+/// partials a thread; `None` where that leaves PyTorch's.
+fn ragged_columns(
+    iter: &TensorIterator,
+    signature: &Signature,
+    props: &DeviceProps,
+    pytorch: &ReduceConfig,
+) -> Option<u32> {
+    // One reduced dim (the kernel steps through rows by one stride) and
+    // one kept dim, contiguous.
+    let nrd = iter.num_reduce_dims();
+    let contiguous_columns = nrd == 1
+        && iter.ndim() == 2
+        && iter.strides(TensorIterator::INPUT)[nrd] == signature.input.size_in_bytes() as i64;
+    if !contiguous_columns
+        || pytorch.vectorize_input
+        || pytorch.should_block_x_reduce()
+        || pytorch.output_vec_size >= max_output_vec_size(signature)
+    {
+        return None;
+    }
+    let ragged = set_reduce_config_ragged_columns(iter, signature, props);
+    (ragged.block_width >= props.warp_size
+        && !ragged.should_block_x_reduce()
+        && staged_per_thread(&ragged) <= TALL_COLUMNS_MAX_STAGED_PER_THREAD)
+        .then_some(ragged.output_vec_size)
+}
+
 /// Staged partials each thread of a global reduce's last CTA folds
 /// (`combine_staged`): the CTAs of its column, shared by the block's rows,
 /// or by all its threads where the lanes share outputs too. 0 without a
@@ -576,6 +635,7 @@ pub fn configure(
         Strategy::ShortColumns { output_vec_size } => {
             set_reduce_config_with_output_vec(iter, signature, props, output_vec_size)
         }
+        Strategy::RaggedColumns { .. } => set_reduce_config_ragged_columns(iter, signature, props),
         Strategy::RowPerWarp => {
             // set_reduce_config's other branch: the warps' input multiplier
             // is the step they found, and they split the outputs instead.

@@ -1059,3 +1059,78 @@ fn short_columns_take_16_byte_loads_of_narrow_inputs() {
     assert_eq!(widest(ReduceOp::ArgMax, DType::F16), 4); // value and index
     assert_eq!(widest(ReduceOp::Var, DType::F16), 4); // Welford state
 }
+
+#[test]
+fn ragged_columns_take_whole_vectors_of_misaligned_columns() {
+    // [3, 22369621] f32 over dim 0: the width is odd, so PyTorch's
+    // get_output_vec_size halves to 1; set_block_dimension(22369621, 3)
+    // at 512 threads: width 32, height min(2, 16) = 2, width min(512, 256)
+    // = 256; 3 values a thread < min(2·16, 256) → warps take outputs;
+    // grid.x = ⌈22369621 / 512⌉ = 43691.
+    let shape = [3, 22_369_621];
+    let p = plan(&shape, &contiguous(&shape), 0, &[0], DType::F32);
+    let l = only(&p);
+    let pt = pytorch(&p);
+    assert_eq!(
+        (pt.output_vec_size, pt.grid(), pt.block()),
+        (1, [43691, 1, 1], [256, 2, 1])
+    );
+    // Ours: 4 a lane whatever the alignment, at most 512 / 4 = 128
+    // threads: ⌈22369621 / 4⌉ = 5592406 vectors, block (64, 2), 128 vectors
+    // a CTA, grid.x = ⌈5592406 / 128⌉ = 43691; the last vector holds
+    // 22369621 mod 4 = 1 output.
+    assert_eq!(l.strategy, Strategy::RaggedColumns { output_vec_size: 4 });
+    assert!(l.config.ragged_columns);
+    assert_eq!((l.nt, l.grid, l.block), (128, [43691, 1, 1], [64, 2, 1]));
+    assert_eq!(l.config.num_outputs, 22_369_621);
+    assert!(!l.config.should_block_y_reduce() && !l.config.should_global_reduce());
+    let text = p.to_string();
+    assert!(text.contains("RaggedColumns"), "{text}");
+    assert!(text.contains("stores the 1 of its 4 outputs"), "{text}");
+
+    // 16-bit columns one element into a row pitch of 2063: PyTorch's 1
+    // output a lane; ours 8 (16-byte vectors).
+    let p = plan(&[3, 2051], &[2063, 1], 3, &[0], DType::F16);
+    assert_eq!(
+        only(&p).strategy,
+        Strategy::RaggedColumns { output_vec_size: 8 }
+    );
+    // A width of 4 mod 8 leaves 16-bit lanes PyTorch's 4 (8-byte loads).
+    let p = plan(&[2, 1028], &contiguous(&[2, 1028]), 0, &[0], DType::BF16);
+    assert_eq!(pytorch(&p).output_vec_size, 4);
+    assert_eq!(
+        only(&p).strategy,
+        Strategy::RaggedColumns { output_vec_size: 8 }
+    );
+
+    // Kept as they were: aligned columns (PyTorch's 4 already), columns
+    // too few to fill a warp of lanes, kept dims that do not coalesce
+    // (a transposed base), reduced dims that do not, and rows, where
+    // lanes share an output.
+    for (shape, strides, reduce, dtype) in [
+        (
+            vec![3, 1 << 20],
+            contiguous(&[3, 1 << 20]),
+            vec![0],
+            DType::F32,
+        ),
+        (
+            vec![6, 4, 3001],
+            vec![13001, 3001, 1],
+            vec![0, 1],
+            DType::F32,
+        ),
+        (vec![1000, 67], contiguous(&[1000, 67]), vec![0], DType::F32),
+        (vec![4, 24, 65], vec![65, 260, 1], vec![0], DType::F32),
+        (vec![4099, 3], vec![1, 4099], vec![0], DType::F32),
+    ] {
+        let p = plan(&shape, &strides, 0, &reduce, dtype);
+        assert!(
+            p.launches
+                .iter()
+                .all(|l| !matches!(l.strategy, Strategy::RaggedColumns { .. })),
+            "{shape:?} {strides:?}: {:?}",
+            only(&p).strategy
+        );
+    }
+}
