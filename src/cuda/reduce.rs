@@ -237,10 +237,11 @@ pub(crate) fn reduce(
 }
 
 /// The vector loads need the alignment the planner assumed; refuse a launch
-/// that would fault rather than trust it blindly.
+/// that would fault rather than trust it blindly. (Ragged columns assume
+/// none: their loads are aligned by the kernel.)
 fn check_alignment(args: &ReduceArgs, l: &LaunchPlan, input: DType) -> Result<()> {
     let c = &l.config;
-    if !c.vectorize_input && c.output_vec_size > 1 {
+    if !c.vectorize_input && c.output_vec_size > 1 && !c.ragged_columns {
         let align = c.output_vec_size as u64 * input.size_in_bytes() as u64;
         if args.src % align != 0 {
             return Err(Error::Unsupported(format!(
