@@ -18,10 +18,6 @@ namespace tr {
 // The most outputs a lane takes in PyTorch's plan (get_output_vec_size's
 // 4); wider lanes are the ShortColumns strategy's.
 constexpr int kPyTorchMaxOutputVecSize = 4;
-// The narrowest reduce_kernel that carries the RaggedColumns paths: the
-// planner gives such lanes max_output_vec_size outputs, never fewer than
-// PyTorch's 4, so the narrower kernels are spared the code.
-constexpr int kRaggedColumnsMinOutputVecSize = kPyTorchMaxOutputVecSize;
 
 // PyTorch's ReduceConfig, the fields the kernel reads. The host mirrors this
 // struct (#[repr(C)]) and passes it inside ReduceArgs.
@@ -52,13 +48,6 @@ struct ReduceConfig {
   uint32_t rows_per_thread;
   uint32_t stage_rows;
   uint32_t ragged_rows;
-  // The RaggedColumns strategy: see ReduceOp::load_ragged_columns.
-  uint32_t ragged_columns;
-  // Keeps the struct a whole number of 8-byte words, so ReduceArgs' members
-  // after it sit where they always have: with an odd word count ptxas gave
-  // f32 argmax's reduce_kernel<512, 1> 8 more registers and f64 argmax's
-  // a spill, from the parameter layout alone.
-  uint32_t reserved;
 
   __device__ __forceinline__ bool should_block_x_reduce() const { return input_mult[BLOCK_X] != 0; }
   __device__ __forceinline__ bool should_block_y_reduce() const { return input_mult[BLOCK_Y] != 0; }
@@ -72,14 +61,14 @@ struct ReduceConfig {
   // How many of the output_vec_size outputs from output_idx (which
   // should_store found below num_outputs) exist: all of them in PyTorch's
   // plan, whose vectors divide the outputs; fewer in a RaggedColumns
-  // plan's last vector.
-  // (Only kernels wide enough for RaggedColumns check.)
-  template <int output_vec_size>
+  // plan's last vector. A constant in every other kernel, so their stores
+  // compile as if the question were never asked.
+  template <int output_vec_size, bool ragged_columns>
   __device__ __forceinline__ uint32_t live_outputs(uint32_t output_idx) const {
-    if constexpr (output_vec_size < kRaggedColumnsMinOutputVecSize) {
-      return output_vec_size;
-    } else {
+    if constexpr (ragged_columns) {
       return min((uint32_t)output_vec_size, num_outputs - output_idx);
+    } else {
+      return output_vec_size;
     }
   }
 
@@ -244,7 +233,10 @@ struct ReduceOp {
   __device__ __forceinline__ arg_t ident() const { return ops_t::identity(); }
 
 
-  template <int nt, int output_vec_size>
+  // ragged_columns: the RaggedColumns strategy's instantiation
+  // (load_ragged_columns), a kernel of its own so that the aligned kernels'
+  // code does not change with it.
+  template <int nt, int output_vec_size, bool ragged_columns>
   __device__ void run() const {
     // 8-byte aligned: holds Array<arg_t, output_vec_size> values.
     extern __shared__ uint64_t shared_memory_words[];
@@ -263,7 +255,7 @@ struct ReduceOp {
 
     if (output_idx < config.num_outputs && input_idx < config.num_inputs) {
       const scalar_t* input_slice = reinterpret_cast<const scalar_t*>(args.src + base_offsets1);
-      value = thread_reduce<nt, output_vec_size>(input_slice);
+      value = thread_reduce<nt, output_vec_size, ragged_columns>(input_slice);
     }
 
     if (config.should_block_y_reduce()) {
@@ -277,10 +269,11 @@ struct ReduceOp {
     Array<index_t, output_vec_size> out_elem;
     arg_vec_t* acc = output_slots<output_vec_size>(output_idx, out, out_elem);
 
+    const uint32_t live = config.template live_outputs<output_vec_size, ragged_columns>(output_idx);
     if (config.should_global_reduce()) {
-      global_reduce<output_vec_size>(value, acc, out, out_elem, output_idx, shared_memory);
+      global_reduce<output_vec_size>(value, acc, out, out_elem, output_idx, live, shared_memory);
     } else if (config.should_store(output_idx)) {
-      store_output<output_vec_size>(value, acc, out, out_elem, config.template live_outputs<output_vec_size>(output_idx));
+      store_output<output_vec_size>(value, acc, out, out_elem, live);
     }
   }
 
@@ -851,9 +844,14 @@ struct ReduceOp {
     }
   }
 
-  template <int nt, int output_vec_size>
+  template <int nt, int output_vec_size, bool ragged_columns>
   __device__ __forceinline__ Array<arg_t, output_vec_size> thread_reduce(const scalar_t* data) const {
     const ReduceConfig& config = this->config();
+    if constexpr (ragged_columns) {
+      // One reduced dim, as the planner takes it, of any row pitch.
+      const index_t row_stride = args.input_calc.strides_[0][0] / sizeof(scalar_t);
+      return thread_reduce_impl<output_vec_size, true>(data, [&](index_t idx) { return idx * row_stride; });
+    }
     // The planner only vectorises the input with output_vec_size == 1, so
     // the other kernels do not carry the vector paths.
     if constexpr (output_vec_size == 1) {
@@ -873,12 +871,6 @@ struct ReduceOp {
       }
     }
     const index_t element_stride = args.input_calc.strides_[0][0] / sizeof(scalar_t);
-    if constexpr (output_vec_size >= kRaggedColumnsMinOutputVecSize) {
-      if (config.ragged_columns) {
-        // One reduced dim, as the planner takes it, of any row pitch.
-        return thread_reduce_impl<output_vec_size, true>(data, [&](index_t idx) { return idx * element_stride; });
-      }
-    }
     const bool is_contiguous = args.input_calc.dims == 1 && element_stride == 1;
     if (is_contiguous) {
       return thread_reduce_impl<output_vec_size>(data, [](index_t idx) { return idx; });
@@ -1079,18 +1071,17 @@ struct ReduceOp {
     return value_list[0];
   }
 
-  // RaggedColumns (ReduceConfig::ragged_columns on the host): a lane's
-  // output_vec_size inputs of one row, from `p`, which may sit anywhere in
-  // its aligned vector. They are read as the two aligned vectors around
-  // them, shifted down by p's place in the first: whole 32-bit words (or
-  // scalars, for 8-byte ones) in steps of 1, 2, 4..., then the bytes left
-  // within a word. The lanes of a warp walk consecutive vectors of one
-  // row, so a lane's second vector is its neighbour's first (an L1 hit,
-  // not DRAM traffic), and the shift is the same for every lane of the
-  // row, so no lane diverges. A vector that would run past the input's
-  // allocation (only the last row's last lanes) is read input by input up
-  // to its end instead. Inputs past the row's end (the last lane's) only
-  // feed outputs that store_output never writes.
+  // RaggedColumns (the ragged_columns kernel; ReduceConfig::ragged_columns on
+  // the host): a lane's output_vec_size inputs of one row, from `p`, which may
+  // sit anywhere in its aligned vector. They are read as the two aligned vectors
+  // around them, shifted down by p's place in the first: whole 32-bit words (or
+  // scalars, for 8-byte ones) in steps of 1, 2, 4..., then the bytes left within
+  // a word. The lanes of a warp walk consecutive vectors of one row, so a lane's
+  // second vector is its neighbour's first (an L1 hit, not DRAM traffic), and
+  // the shift is the same for every lane of the row, so no lane diverges. A
+  // vector that would run past the input's allocation (only the last row's last
+  // lanes) is read input by input up to its end instead. Inputs past the row's
+  // end (the last lane's) only feed outputs that store_output never writes.
   template <int output_vec_size>
   __device__ __forceinline__ aligned_vector<scalar_t, output_vec_size> load_ragged_columns(const scalar_t* p) const {
     using load_t = aligned_vector<scalar_t, output_vec_size>;
@@ -1273,7 +1264,7 @@ struct ReduceOp {
                                                 Array<arg_t, output_vec_size>* acc,
                                                 const Array<out_scalar_t*, output_vec_size>& out,
                                                 const Array<index_t, output_vec_size>& out_elem,
-                                                index_t output_idx, char* shared_memory) const {
+                                                index_t output_idx, uint32_t live, char* shared_memory) const {
     using arg_vec_t = Array<arg_t, output_vec_size>;
     const ReduceConfig& config = this->config();
     const ops_t op = ops();
@@ -1305,7 +1296,7 @@ struct ReduceOp {
         value = block_x_reduce<output_vec_size>(value, shared_memory);
       }
       if (should_store) {
-        store_output<output_vec_size>(value, acc, out, out_elem, config.template live_outputs<output_vec_size>(output_idx));
+        store_output<output_vec_size>(value, acc, out, out_elem, live);
       }
     }
   }
@@ -1325,9 +1316,10 @@ __device__ constexpr int reduce_kernel_min_blocks_per_sm() {
 // PyTorch's C10_LAUNCH_BOUNDS_2(nt, 4): at most nt threads per block, and
 // registers budgeted for 4 resident blocks per SM, or fewer for a wide
 // accumulator (reduce_min_blocks_per_sm), or more for ShortColumns.
-template <int nt, int output_vec_size, typename R>
+// ragged_columns instantiates the RaggedColumns strategy's variant.
+template <int nt, int output_vec_size, typename R, bool ragged_columns = false>
 __global__ void __launch_bounds__(nt, (reduce_kernel_min_blocks_per_sm<nt, output_vec_size, R>())) reduce_kernel(R reduction) {
-  reduction.template run<nt, output_vec_size>();
+  reduction.template run<nt, output_vec_size, ragged_columns>();
 }
 
 // The ShortRows strategy's entry, with its own register budget: a thread

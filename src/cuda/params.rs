@@ -47,9 +47,6 @@ pub(crate) struct ReduceConfigC {
     pub rows_per_thread: u32,
     pub stage_rows: u32,
     pub ragged_rows: u32,
-    pub ragged_columns: u32,
-    /// Padding to a whole number of 8-byte words (see the kernel's struct).
-    pub reserved: u32,
 }
 
 impl From<&ReduceConfig> for ReduceConfigC {
@@ -75,8 +72,6 @@ impl From<&ReduceConfig> for ReduceConfigC {
             rows_per_thread: c.rows_per_thread,
             stage_rows: c.stage_rows as u32,
             ragged_rows: c.ragged_rows as u32,
-            ragged_columns: c.ragged_columns as u32,
-            reserved: 0,
         }
     }
 }

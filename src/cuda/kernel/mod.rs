@@ -29,7 +29,8 @@ pub fn output_vec_sizes(sig: &Signature) -> &'static [u32] {
 /// The kernels of one compiled module, in the order of its lowered names:
 /// `reduce_kernel` for each of [`output_vec_sizes`], then the ShortRows
 /// strategy's `short_rows_kernel` for rows found by one stride and for rows
-/// looked up (`LaunchPlan::rows_by_one_stride`).
+/// looked up (`LaunchPlan::rows_by_one_stride`), then the RaggedColumns
+/// strategy's `reduce_kernel` ([`ragged_columns_name_expression`]).
 pub fn name_expressions(sig: &Signature) -> Vec<String> {
     output_vec_sizes(sig)
         .iter()
@@ -39,6 +40,7 @@ pub fn name_expressions(sig: &Signature) -> Vec<String> {
                 format!("tr::short_rows_kernel<{}, {one_dim} >", reduce_op_type(sig))
             }),
         )
+        .chain(std::iter::once(ragged_columns_name_expression(sig)))
         .collect()
 }
 
@@ -74,6 +76,20 @@ pub fn name_expression(sig: &Signature, output_vec_size: u32) -> String {
     let nt = sig.max_num_threads / output_vec_size;
     format!(
         "tr::reduce_kernel<{nt}, {output_vec_size}, {} >",
+        reduce_op_type(sig)
+    )
+}
+
+/// The RaggedColumns strategy's `reduce_kernel`: the widest of
+/// [`output_vec_sizes`] (the planner's `max_output_vec_size`, which that
+/// strategy's lanes take), instantiated with `ragged_columns`. An
+/// instantiation of its own, so that the other kernels compile exactly as
+/// they would without it.
+pub fn ragged_columns_name_expression(sig: &Signature) -> String {
+    let output_vec_size = crate::cuda::plan::max_output_vec_size(sig);
+    let nt = sig.max_num_threads / output_vec_size;
+    format!(
+        "tr::reduce_kernel<{nt}, {output_vec_size}, {}, true >",
         reduce_op_type(sig)
     )
 }
@@ -257,8 +273,9 @@ pub(crate) struct LoadedKernel {
 
 impl LoadedKernel {
     /// The kernel that runs `launch`: a `short_rows_kernel` for the
-    /// ShortRows strategy (by [`LaunchPlan::rows_by_one_stride`]), else the
-    /// `reduce_kernel` of its output vector size.
+    /// ShortRows strategy (by [`LaunchPlan::rows_by_one_stride`]), the
+    /// ragged `reduce_kernel` for RaggedColumns, else the `reduce_kernel` of
+    /// its output vector size.
     ///
     /// [`LaunchPlan::rows_by_one_stride`]: crate::cuda::plan::LaunchPlan::rows_by_one_stride
     pub(crate) fn function(
@@ -266,8 +283,14 @@ impl LoadedKernel {
         launch: &crate::cuda::plan::LaunchPlan,
     ) -> Result<&cudarc::driver::CudaFunction> {
         let config = &launch.config;
+        let short_rows = self.output_vec_sizes.len();
         let index = if config.lanes_per_row != 0 {
-            Some(self.output_vec_sizes.len() + usize::from(!launch.rows_by_one_stride()))
+            Some(short_rows + usize::from(!launch.rows_by_one_stride()))
+        } else if config.ragged_columns {
+            // The module's widest kernel, the only output_vec_size the
+            // planner gives RaggedColumns.
+            (self.output_vec_sizes.last() == Some(&config.output_vec_size))
+                .then_some(short_rows + 2)
         } else {
             self.output_vec_sizes
                 .iter()

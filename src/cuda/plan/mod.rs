@@ -128,7 +128,9 @@ pub struct ReduceConfig {
     /// Under [`Strategy::RaggedColumns`], a lane's `output_vec_size`
     /// inputs of a row may start anywhere: the kernel reads them as the
     /// aligned vectors around them, and stores only the outputs below
-    /// `num_outputs` (the last vector may run past them).
+    /// `num_outputs` (the last vector may run past them). The host picks
+    /// the kernel's ragged instantiation by it; the kernel's own
+    /// `ReduceConfig` has no such field.
     pub ragged_columns: bool,
 }
 

@@ -233,8 +233,9 @@ pub enum Strategy {
     /// a lane's outputs are consecutive inputs of every row, and the
     /// reduced dims into one, whose stride the kernel steps by; the rest of
     /// the config is the port's on the wider vectors, taken where its lanes
-    /// fill a warp and its last CTAs fold no more partials than
-    /// [`Strategy::TallColumns`] allows.
+    /// fill a warp and each lane reduces its columns alone (long columns,
+    /// whose warps would split the rows, keep PyTorch's plan). The kernel
+    /// is an instantiation of its own (`reduce_kernel<..., true>`).
     RaggedColumns {
         /// Outputs a lane (`output_vec_size`), more than PyTorch's.
         output_vec_size: u32,
@@ -547,9 +548,9 @@ fn short_columns(
 
 /// The output vector size of [`Strategy::RaggedColumns`] for `pytorch`'s
 /// column reduction: [`max_output_vec_size`] where one reduced dim and one
-/// contiguous kept dim left PyTorch's lanes fewer outputs, the wider plan's lanes fill a warp
-/// and its last CTAs fold at most [`TALL_COLUMNS_MAX_STAGED_PER_THREAD`]
-/// partials a thread; `None` where that leaves PyTorch's.
+/// contiguous kept dim left PyTorch's lanes fewer outputs, and the wider
+/// plan's lanes fill a warp and reduce their columns alone; `None` where
+/// that leaves PyTorch's.
 fn ragged_columns(
     iter: &TensorIterator,
     signature: &Signature,
@@ -569,11 +570,16 @@ fn ragged_columns(
     {
         return None;
     }
+    // Long columns, whose warps (or CTAs) would split each lane's rows,
+    // already keep many narrow loads in flight a lane: there the second
+    // vector and the shifts cost more than the wider loads gain ([64,
+    // 1048577] f32 ran 6% slower on an H100, columns of 3 to 16 rows
+    // 1.07-1.75x faster).
     let ragged = set_reduce_config_ragged_columns(iter, signature, props);
-    (ragged.block_width >= props.warp_size
-        && !ragged.should_block_x_reduce()
-        && staged_per_thread(&ragged) <= TALL_COLUMNS_MAX_STAGED_PER_THREAD)
-        .then_some(ragged.output_vec_size)
+    let alone = !ragged.should_block_x_reduce()
+        && !ragged.should_block_y_reduce()
+        && !ragged.should_global_reduce();
+    (ragged.block_width >= props.warp_size && alone).then_some(ragged.output_vec_size)
 }
 
 /// Staged partials each thread of a global reduce's last CTA folds

@@ -1105,8 +1105,9 @@ fn ragged_columns_take_whole_vectors_of_misaligned_columns() {
 
     // Kept as they were: aligned columns (PyTorch's 4 already), columns
     // too few to fill a warp of lanes, kept dims that do not coalesce
-    // (a transposed base), reduced dims that do not, and rows, where
-    // lanes share an output.
+    // (a transposed base), reduced dims that do not, rows, where lanes
+    // share an output, and long columns: [64, 1048577] f32 at 4 a lane
+    // and 128 threads gets block (32, 4), whose warps split the rows.
     for (shape, strides, reduce, dtype) in [
         (
             vec![3, 1 << 20],
@@ -1123,6 +1124,12 @@ fn ragged_columns_take_whole_vectors_of_misaligned_columns() {
         (vec![1000, 67], contiguous(&[1000, 67]), vec![0], DType::F32),
         (vec![4, 24, 65], vec![65, 260, 1], vec![0], DType::F32),
         (vec![4099, 3], vec![1, 4099], vec![0], DType::F32),
+        (
+            vec![64, 1_048_577],
+            contiguous(&[64, 1_048_577]),
+            vec![0],
+            DType::F32,
+        ),
     ] {
         let p = plan(&shape, &strides, 0, &reduce, dtype);
         assert!(
