@@ -237,17 +237,23 @@ pub(crate) fn reduce(
 }
 
 /// The vector loads need the alignment the planner assumed; refuse a launch
-/// that would fault rather than trust it blindly. (Ragged columns assume
-/// none: their loads are aligned by the kernel.)
+/// that would fault rather than trust it blindly.
 fn check_alignment(args: &ReduceArgs, l: &LaunchPlan, input: DType) -> Result<()> {
     let c = &l.config;
-    if !c.vectorize_input && c.output_vec_size > 1 && !c.ragged_columns {
+    if !c.vectorize_input && c.output_vec_size > 1 {
         let align = c.output_vec_size as u64 * input.size_in_bytes() as u64;
-        if args.src % align != 0 {
+        // Ragged columns align each lane's loads down from its inputs,
+        // which stays inside the allocation where its base is aligned.
+        let loads_from = if c.ragged_columns {
+            args.src - l.iter.data_offset(TensorIterator::INPUT)
+        } else {
+            args.src
+        };
+        if loads_from % align != 0 {
             return Err(Error::Unsupported(format!(
                 "plan vectorises outputs by {} but the input address is only {}-byte aligned",
                 c.output_vec_size,
-                1u64 << args.src.trailing_zeros().min(63)
+                1u64 << loads_from.trailing_zeros().min(63)
             )));
         }
     }
