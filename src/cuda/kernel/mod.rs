@@ -73,11 +73,7 @@ fn c_compute_type(d: DType) -> &'static str {
 /// The index type is `uint32_t`, as in PyTorch: launches over larger tensors
 /// are split by `TensorIterator::with_32bit_indexing`.
 pub fn name_expression(sig: &Signature, output_vec_size: u32) -> String {
-    let nt = sig.max_num_threads / output_vec_size;
-    format!(
-        "tr::reduce_kernel<{nt}, {output_vec_size}, {} >",
-        reduce_op_type(sig)
-    )
+    reduce_kernel_name(sig, output_vec_size, false)
 }
 
 /// The RaggedColumns strategy's `reduce_kernel`: the widest of
@@ -86,10 +82,15 @@ pub fn name_expression(sig: &Signature, output_vec_size: u32) -> String {
 /// instantiation of its own, so that the other kernels compile exactly as
 /// they would without it.
 pub fn ragged_columns_name_expression(sig: &Signature) -> String {
-    let output_vec_size = crate::cuda::plan::max_output_vec_size(sig);
+    reduce_kernel_name(sig, crate::cuda::plan::max_output_vec_size(sig), true)
+}
+
+/// `reduce_kernel<nt, output_vec_size, ReduceOp, ragged_columns>`, with
+/// `max_num_threads` shared among the lanes' outputs.
+fn reduce_kernel_name(sig: &Signature, output_vec_size: u32, ragged_columns: bool) -> String {
     let nt = sig.max_num_threads / output_vec_size;
     format!(
-        "tr::reduce_kernel<{nt}, {output_vec_size}, {}, true >",
+        "tr::reduce_kernel<{nt}, {output_vec_size}, {}, {ragged_columns} >",
         reduce_op_type(sig)
     )
 }

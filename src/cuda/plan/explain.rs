@@ -308,11 +308,13 @@ fn write_launch(
             super::strategy::staged_per_thread(c)
         )?;
     }
+    // Bytes a lane loads a row for `outputs` outputs, for the column
+    // strategies below. In usize, as ShortRows' load bytes further down:
+    // a lane takes at most 8 outputs of at most 8 bytes.
+    let load_bytes = |outputs: u32| outputs as usize * plan.signature.input.size_in_bytes();
     if let (Strategy::ShortColumns { output_vec_size }, Some(pt)) =
         (launch.strategy, &launch.pytorch_config)
     {
-        // In usize, as ShortRows' load bytes below (at most 8 x 8 bytes).
-        let load_bytes = |outputs: u32| outputs as usize * plan.signature.input.size_in_bytes();
         writeln!(
             f,
             "    - ours: PyTorch's {} outputs a lane load {} B a row, and each lane reduces its columns of {} alone → {output_vec_size} a lane ({} B loads): block ({}, {}), grid.x = {}",
@@ -328,8 +330,6 @@ fn write_launch(
     if let (Strategy::RaggedColumns { output_vec_size }, Some(pt)) =
         (launch.strategy, &launch.pytorch_config)
     {
-        // In usize, as ShortColumns' above (at most 8 x 8 bytes).
-        let load_bytes = |outputs: u32| outputs as usize * plan.signature.input.size_in_bytes();
         writeln!(
             f,
             "    - ours: the columns start off a {} B vector boundary, so PyTorch's lanes take {} output(s) and load {} B a row → {output_vec_size} a lane, each row's {} B read as the two aligned vectors around them; the last lane stores the {} of its {output_vec_size} outputs that exist: block ({}, {}), grid.x = {}",

@@ -85,7 +85,8 @@ pub fn simulate_launch(
         );
     }
     // The kernel's ragged path steps through rows by one stride, and only
-    // its kernels of PyTorch's widest vectors or wider carry it.
+    // a module's widest reduce_kernel carries it, never narrower than
+    // PyTorch's widest (the host refuses any other width).
     if c.ragged_columns
         && (nrd != 1 || ndim != 2 || ovs < super::config::PYTORCH_MAX_OUTPUT_VEC_SIZE)
     {
