@@ -163,6 +163,24 @@ constexpr int kMinLoadsInFlight = 2;
 // temporaries, beside its loads and accumulators.
 constexpr int kReservedRegisters = 12;
 
+// Lanes of two outputs (output_vec_size 2: columns, mostly the TallColumns
+// strategy's) of 4-byte accumulators and inputs of at most 4 bytes are
+// budgeted for a full SM: kFullSmRegisters, what each of 2048 resident
+// threads has. The planner counts its waves (target_grid_size, whole_waves)
+// in CTAs of a full SM; at PyTorch's budget the f32 kernel took 40
+// registers, 6 blocks of 256 threads an SM, and a grid planned as one wave
+// ran as 1.33: f32 columns of 16384 and 65536 rows and NHWC channel
+// statistics read at 75-83% of an H200's read ceiling (docs/PERFORMANCE.md
+// has them on a full SM). To fit, such a lane folds its loads into one set
+// of accumulators rather than vt0 (its loads are still all in flight before
+// any is reduced): with vt0 sets f32 sum spilled 12 bytes a thread, and
+// columns short enough that each lane reads them alone ran 7% slower than
+// at PyTorch's budget; with two sets bf16 amax still spilled 24. Wider
+// accumulators or inputs (f64, i64, index pairs, Welford state, integer
+// sums into i64) spilled 4 to 400 bytes even with one set, and keep
+// PyTorch's budget.
+constexpr int kFullSmRegisters = 32;
+
 // The vector loads of `load_bytes` that fit beside `accumulator_bytes` in
 // the registers a thread of an `nt`-thread block has at `blocks` per SM.
 __device__ constexpr int loads_that_fit(int nt, int blocks, int load_bytes, int accumulator_bytes) {
@@ -220,6 +238,12 @@ struct ReduceOp {
   template <int nt>
   static constexpr int min_blocks_per_sm() {
     return reduce_min_blocks_per_sm<nt, input_vec_size * sizeof(scalar_t), input_vec_size * sizeof(arg_t)>();
+  }
+  // Whether lanes of output_vec_size outputs take a full SM's budget
+  // (kFullSmRegisters, above) and fold into one set of accumulators.
+  template <int output_vec_size>
+  static constexpr bool pair_lanes_fill_sm() {
+    return output_vec_size == 2 && sizeof(scalar_t) <= 4 && sizeof(arg_t) <= 4;
   }
   using InputCalculator = OffsetCalculator<1, index_t>;
   using OutputCalculator = OffsetCalculator<2, index_t>;
@@ -1004,8 +1028,11 @@ struct ReduceOp {
     // strategy: short columns, few loads a lane) fold into one set instead:
     // the loads are in flight either way, and under that kernel's register
     // budget (kShortColumnsRegisters) vt0 sets of 8 spilled 24 to 120
-    // bytes a thread to local memory, where one set spills nothing.
-    constexpr int accumulators = output_vec_size > kPyTorchMaxOutputVecSize ? 1 : vt0;
+    // bytes a thread to local memory, where one set spills nothing. Lanes
+    // of two outputs on a full SM's budget (pair_lanes_fill_sm) fold into
+    // one set for the same reason.
+    constexpr int accumulators =
+        output_vec_size > kPyTorchMaxOutputVecSize || pair_lanes_fill_sm<output_vec_size>() ? 1 : vt0;
     arg_vec_t value_list[accumulators];
 #pragma unroll
     for (int i = 0; i < accumulators; i++) {
@@ -1310,12 +1337,14 @@ constexpr int kShortColumnsRegisters = 64;
 template <int nt, int output_vec_size, typename R>
 __device__ constexpr int reduce_kernel_min_blocks_per_sm() {
   return output_vec_size > kPyTorchMaxOutputVecSize ? kRegistersPerSm / (nt * kShortColumnsRegisters)
-                                                    : R::template min_blocks_per_sm<nt>();
+         : R::template pair_lanes_fill_sm<output_vec_size>() ? kRegistersPerSm / (nt * kFullSmRegisters)
+                                                             : R::template min_blocks_per_sm<nt>();
 }
 
 // PyTorch's C10_LAUNCH_BOUNDS_2(nt, 4): at most nt threads per block, and
 // registers budgeted for 4 resident blocks per SM, or fewer for a wide
-// accumulator (reduce_min_blocks_per_sm), or more for ShortColumns.
+// accumulator (reduce_min_blocks_per_sm), or more for ShortColumns and for
+// lanes of two outputs that fit a full SM (pair_lanes_fill_sm).
 // ragged_columns instantiates the RaggedColumns strategy's variant.
 template <int nt, int output_vec_size, typename R, bool ragged_columns = false>
 __global__ void __launch_bounds__(nt, (reduce_kernel_min_blocks_per_sm<nt, output_vec_size, R>())) reduce_kernel(R reduction) {
