@@ -197,7 +197,9 @@ pub enum Strategy {
     /// more than [`TALL_COLUMNS_MAX_STAGED_PER_THREAD`] partials and a
     /// lane's load stays at least [`TALL_COLUMNS_MIN_LOAD_BYTES`]; the
     /// rest of the config is the port's on the narrower vectors, its CTA
-    /// split in whole waves (`whole_waves`).
+    /// split in whole waves (`whole_waves`). Lanes of two outputs of 4-byte
+    /// accumulators run on a full SM's register budget (the kernel's
+    /// `pair_lanes_fill_sm`), so that those waves' CTAs are all resident.
     TallColumns {
         /// Outputs a lane (`output_vec_size`), less than PyTorch's.
         output_vec_size: u32,
