@@ -131,28 +131,10 @@ impl Gpu {
         Ok((ms as f64 * 1e3, r))
     }
 
-    /// The launch-planning properties of this device, for `explain`.
+    /// The launch-planning properties of this device, as the library
+    /// reads them.
     fn props(&self) -> Result<DeviceProps, BoxError> {
-        let attr = |a| self.ctx.attribute(a).map(|v| v as u32);
-        let (major, minor) = self.ctx.compute_capability()?;
-        // The plan port may add fields to DeviceProps; they keep the H200 preset.
-        #[allow(clippy::needless_update)]
-        Ok(DeviceProps {
-            name: self.ctx.name()?,
-            sm_count: self.sm_count,
-            max_threads_per_sm: attr(
-                CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
-            )?,
-            warp_size: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?,
-            max_threads_per_block: attr(
-                CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
-            )?,
-            shared_mem_per_block: attr(
-                CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK,
-            )?,
-            compute_capability: (major as u32, minor as u32),
-            ..DeviceProps::h200()
-        })
+        Ok(tensor_reduce::cuda::device_props(0)?)
     }
 }
 
@@ -281,11 +263,12 @@ impl Row {
     }
 }
 
-/// The launch plan of `spec` on `x`, where the library can explain the op.
-fn explain(spec: &OpSpec, x: &Tensor, dims: &[isize], props: &DeviceProps) -> String {
+/// The launch plan `spec` runs on `x`'s device, where the library can
+/// explain the op.
+fn explain(spec: &OpSpec, x: &Tensor, dims: &[isize]) -> String {
     match ReduceOp::from_name(spec.name) {
         Some(op) => x
-            .explain(op, dims, false, props)
+            .device_plan(op, dims, false)
             .map_or_else(|e| format!("(no plan: {e})"), |p| p.to_string()),
         None => String::new(),
     }
@@ -293,13 +276,7 @@ fn explain(spec: &OpSpec, x: &Tensor, dims: &[isize], props: &DeviceProps) -> St
 
 /// Times `spec` on one case: check first, then 5 warm-up calls and 50 timed
 /// ones, cycling through `case.rotate` copies of the input.
-fn time_case(
-    gpu: &Gpu,
-    spec: &OpSpec,
-    case: &Case,
-    runs: (usize, usize),
-    props: &DeviceProps,
-) -> Result<Row, BoxError> {
+fn time_case(gpu: &Gpu, spec: &OpSpec, case: &Case, runs: (usize, usize)) -> Result<Row, BoxError> {
     if let Some(why) = ops::not_applicable(spec, case.dims.len(), case.dtype) {
         let mut row = Row::untimed(case, String::new(), String::new());
         row.skipped = Some(why);
@@ -315,11 +292,7 @@ fn time_case(
         .map(|_| Ok(case.view.apply(&base.to_device(Device::Cuda(0))?)?))
         .collect::<Result<Vec<Tensor>, BoxError>>()?;
     drop(base);
-    let mut row = Row::untimed(
-        case,
-        String::new(),
-        explain(spec, &xs[0], &case.dims, props),
-    );
+    let mut row = Row::untimed(case, String::new(), explain(spec, &xs[0], &case.dims));
 
     let first = match call(&xs[0]) {
         Ok(y) => y,
@@ -449,7 +422,7 @@ fn run(args: &Args, spec: &OpSpec, cases: &[Case]) -> Result<ExitCode, BoxError>
     let mut rows = Vec::new();
     for case in cases {
         let t = Instant::now();
-        let mut row = match time_case(&gpu, spec, case, runs, &props) {
+        let mut row = match time_case(&gpu, spec, case, runs) {
             Ok(row) => row,
             Err(e) => Row::untimed(case, format!("error: {e}"), String::new()),
         };

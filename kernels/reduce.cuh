@@ -166,10 +166,11 @@ constexpr int kReservedRegisters = 12;
 // Lanes of two outputs (output_vec_size 2: columns, mostly the TallColumns
 // strategy's) of 4-byte accumulators and inputs of at most 4 bytes are
 // budgeted for a full SM: kFullSmRegisters, what each of 2048 resident
-// threads has. The planner counts its waves (target_grid_size, whole_waves)
-// in CTAs of a full SM; at PyTorch's budget the f32 kernel took 40
-// registers, 6 blocks of 256 threads an SM, and a grid planned as one wave
-// ran as 1.33: f32 columns of 16384 and 65536 rows and NHWC channel
+// threads has. PyTorch's plan counts its waves (target_grid_size) in CTAs
+// of a full SM; at PyTorch's budget the f32 kernel took 40 registers, 6
+// blocks of 256 threads an SM, and a grid planned as one wave ran as 1.33
+// (our planner now counts a wave by the kernel's registers, but a wave of
+// 6 blocks keeps fewer bytes in flight than one of 8): f32 columns of 16384 and 65536 rows and NHWC channel
 // statistics read at 75-83% of an H200's read ceiling (docs/PERFORMANCE.md
 // has them on a full SM). To fit, such a lane folds its loads into one set
 // of accumulators rather than vt0 (its loads are still all in flight before

@@ -3,15 +3,15 @@
 //! Inputs are small integers, so every partial sum is exact in every
 //! accumulator and the GPU result must equal the CPU result bit for bit, for
 //! every dtype (16-bit outputs round once, at the end, on both). Each test
-//! also checks, through `explain` with the live device's properties,
-//! that the plan really takes the path the test is named after.
+//! also checks, through the plan the device ran (`device_plan`), that it
+//! really takes the path the test is named after.
 //!
 //! These need a GPU: they are `#[ignore]`d so `cargo test` skips them
 //! visibly; run them with `--include-ignored`. Without a usable device they
 //! print SKIPPED and pass, unless `TENSOR_REDUCE_REQUIRE_CUDA=1`, which makes
 //! them fail instead.
 
-use tensor_reduce::cuda::plan::{DeviceProps, LaunchPlan, Strategy};
+use tensor_reduce::cuda::plan::{ctas_per_sm, DeviceProps, LaunchPlan, Strategy};
 use tensor_reduce::reduce::{NormKind, ReduceOp};
 use tensor_reduce::{cuda, DType, Device, Tensor};
 
@@ -81,7 +81,6 @@ fn check(
     dims: &[isize],
     out: DType,
     dev: Device,
-    props: &DeviceProps,
 ) -> Vec<LaunchPlan> {
     let x_gpu = x_cpu.to_device(dev).unwrap();
     let (vc, vg) = (view(x_cpu), view(&x_gpu));
@@ -94,9 +93,10 @@ fn check(
     if let Some(i) = g.iter().zip(&w).position(|(a, b)| a != b) {
         panic!("{:?} {} -> {out} over {dims:?}: element {i} of {} differs: gpu bits {:#x}, cpu bits {:#x}", vc.shape(), vc.dtype(), g.len(), g[i], w[i]);
     }
-    // explain plans for the default output dtype; the config does not
-    // depend on it for these dtypes, except through the accumulator size.
-    vg.explain(ReduceOp::Sum, dims, false, props)
+    // The plan the device runs, for the default output dtype; the config
+    // does not depend on it for these dtypes, except through the
+    // accumulator size.
+    vg.device_plan(ReduceOp::Sum, dims, false)
         .map(|p| p.launches)
         .unwrap_or_default()
 }
@@ -110,7 +110,6 @@ fn check_row_sums(
     narrow: Option<(usize, usize)>,
     seed: u64,
     dev: Device,
-    props: &DeviceProps,
 ) -> Vec<LaunchPlan> {
     let x = ints(&shape, dt, seed);
     let view = |t: &Tensor| match narrow {
@@ -118,7 +117,7 @@ fn check_row_sums(
         None => t.clone(),
     };
     let out = ReduceOp::Sum.output_dtype(dt, None).unwrap();
-    check(&x, view, &[1], out, dev, props)
+    check(&x, view, &[1], out, dev)
 }
 
 /// A row-sums case: the dtype, `[rows, row length]` and the narrowing of
@@ -131,12 +130,11 @@ fn rows_take_path(
     cases: &[RowsCase],
     seed: u64,
     dev: Device,
-    props: &DeviceProps,
     path: &str,
     took: impl Fn(&LaunchPlan) -> bool,
 ) {
     for &(dt, shape, narrow) in cases {
-        let l = check_row_sums(dt, shape, narrow, seed, dev, props);
+        let l = check_row_sums(dt, shape, narrow, seed, dev);
         assert!(
             any_launch(&l, &took),
             "{dt} {shape:?} {narrow:?} did not take {path}: {l:?}"
@@ -151,7 +149,7 @@ fn any_launch(launches: &[LaunchPlan], pred: impl Fn(&LaunchPlan) -> bool) -> bo
 #[test]
 #[ignore = "needs a CUDA device"]
 fn input_vectorized_contiguous_rows() {
-    let Some((dev, props)) = gpu("input_vectorized_contiguous_rows") else {
+    let Some((dev, _)) = gpu("input_vectorized_contiguous_rows") else {
         return;
     };
     let cases = [
@@ -162,7 +160,7 @@ fn input_vectorized_contiguous_rows() {
         (DType::I32, [37, 3001], None),
         (DType::U8, [37, 4096], None),
     ];
-    rows_take_path(&cases, 1, dev, &props, "vectorized input", |l| {
+    rows_take_path(&cases, 1, dev, "vectorized input", |l| {
         l.config.vectorize_input
     });
 }
@@ -170,7 +168,7 @@ fn input_vectorized_contiguous_rows() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn short_rows_strategy() {
-    let Some((dev, props)) = gpu("short_rows_strategy") else {
+    let Some((dev, _)) = gpu("short_rows_strategy") else {
         return;
     };
     // Row lengths of every lane count up to a warp, whole vectors or not,
@@ -201,7 +199,7 @@ fn short_rows_strategy() {
         (DType::F64, [30_000, 256], None),
         (DType::I64, [30_001, 256], None),
     ];
-    rows_take_path(&cases, 3, dev, &props, "the short-rows strategy", |l| {
+    rows_take_path(&cases, 3, dev, "the short-rows strategy", |l| {
         l.config.lanes_per_row != 0
     });
 }
@@ -213,7 +211,7 @@ fn short_rows_strategy() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn short_rows_over_several_kept_dims() {
-    let Some((dev, props)) = gpu("short_rows_over_several_kept_dims") else {
+    let Some((dev, _)) = gpu("short_rows_over_several_kept_dims") else {
         return;
     };
     type View = fn(&Tensor) -> Tensor;
@@ -244,7 +242,7 @@ fn short_rows_over_several_kept_dims() {
     for (i, (dt, shape, view)) in cases.into_iter().enumerate() {
         let x = ints(shape, dt, 90 + i as u64);
         let out = ReduceOp::Sum.output_dtype(dt, None).unwrap();
-        let l = check(&x, view, &[-1], out, dev, &props);
+        let l = check(&x, view, &[-1], out, dev);
         assert!(
             any_launch(&l, |l| l.config.lanes_per_row != 0
                 && !l.rows_by_one_stride()),
@@ -276,7 +274,7 @@ fn row_per_warp_strategy() {
         (DType::BF16, [rows, 16_384], None),
         (DType::U8, [rows, 8192], Some((5, 8187))),
     ];
-    rows_take_path(&cases, 9, dev, &props, "a warp per row", |l| {
+    rows_take_path(&cases, 9, dev, "a warp per row", |l| {
         l.strategy == Strategy::RowPerWarp
     });
 }
@@ -305,7 +303,7 @@ fn ops_on_rows_a_warp_each() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn vectorized_dims_strategy() {
-    let Some((dev, props)) = gpu("vectorized_dims_strategy") else {
+    let Some((dev, _)) = gpu("vectorized_dims_strategy") else {
         return;
     };
     type View = fn(&Tensor) -> Tensor;
@@ -332,7 +330,7 @@ fn vectorized_dims_strategy() {
         for (i, (shape, view, dims)) in cases.iter().enumerate() {
             let x = ints(shape, dt, 70 + i as u64);
             let out = ReduceOp::Sum.output_dtype(dt, None).unwrap();
-            let l = check(&x, view, dims, out, dev, &props);
+            let l = check(&x, view, dims, out, dev);
             assert!(
                 any_launch(&l, |l| matches!(
                     l.strategy,
@@ -351,7 +349,7 @@ fn vectorized_dims_strategy() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn tall_columns_strategy() {
-    let Some((dev, props)) = gpu("tall_columns_strategy") else {
+    let Some((dev, _)) = gpu("tall_columns_strategy") else {
         return;
     };
     // The dtype, base shape, view and dims, and the outputs a lane.
@@ -392,7 +390,7 @@ fn tall_columns_strategy() {
     for (i, &(dt, shape, view, dims, vec)) in cases.iter().enumerate() {
         let x = ints(shape, dt, 90 + i as u64);
         let out = ReduceOp::Sum.output_dtype(dt, None).unwrap();
-        let l = check(&x, view, dims, out, dev, &props);
+        let l = check(&x, view, dims, out, dev);
         assert!(
             any_launch(&l, |l| l.strategy
                 == Strategy::TallColumns {
@@ -403,6 +401,59 @@ fn tall_columns_strategy() {
     }
 }
 
+/// The planner's count of the CTAs an SM holds (`ctas_per_sm`, from a
+/// kernel's registers a thread) against the driver's occupancy calculator,
+/// for every `reduce_kernel` of a few signatures at every block size up to
+/// its launch bound; and the registers a device plan counts by are those
+/// the compiled kernels report.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn resident_ctas_agree_with_the_driver() {
+    let Some((dev, props)) = gpu("resident_ctas_agree_with_the_driver") else {
+        return;
+    };
+    let ctx = cudarc::driver::CudaContext::new(0).unwrap();
+    let signatures = [
+        (ReduceOp::Sum, DType::F32),
+        (ReduceOp::Sum, DType::F16),
+        (ReduceOp::Sum, DType::F64),
+        (ReduceOp::AMax, DType::BF16),
+        (ReduceOp::ArgMax, DType::F32),
+        (ReduceOp::Var, DType::F64),
+    ];
+    for (op, dt) in signatures {
+        let sig = op.signature(dt, None).unwrap();
+        let compiled = cuda::kernel::compile(&sig, props.compute_capability).unwrap();
+        let module = ctx
+            .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin))
+            .unwrap();
+        let x = Tensor::zeros(&[4096, 64], dt, dev).unwrap();
+        let plan = x.device_plan(op, &[0], false).unwrap();
+        let vec_sizes = cuda::kernel::output_vec_sizes(&sig);
+        for (&v, name) in vec_sizes.iter().zip(&compiled.lowered_names) {
+            let f = module.load_function(name).unwrap();
+            let registers = f.num_regs().unwrap() as u32;
+            assert_eq!(
+                plan.kernel_registers.of(v),
+                Some(registers),
+                "{op} {dt}: {name}"
+            );
+            let mut threads = props.warp_size;
+            while threads <= sig.max_num_threads / v {
+                let driver = f
+                    .occupancy_max_active_blocks_per_multiprocessor(threads, 0, None)
+                    .unwrap();
+                assert_eq!(
+                    ctas_per_sm(&props, Some(registers), threads),
+                    driver,
+                    "{op} {dt}: {name}, {registers} registers, {threads} threads"
+                );
+                threads *= 2;
+            }
+        }
+    }
+}
+
 /// Short columns of 16-bit inputs ([`Strategy::ShortColumns`]): 8 outputs
 /// a lane on contiguous columns of 2, 3 and 16 rows, on a row pitch wider
 /// than the row from an offset start, and over the first dim of a
@@ -410,7 +461,7 @@ fn tall_columns_strategy() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn short_columns_strategy() {
-    let Some((dev, props)) = gpu("short_columns_strategy") else {
+    let Some((dev, _)) = gpu("short_columns_strategy") else {
         return;
     };
     type View = fn(&Tensor) -> Tensor;
@@ -433,7 +484,7 @@ fn short_columns_strategy() {
     ];
     for (i, &(dt, shape, view, dims)) in cases.iter().enumerate() {
         let x = ints(shape, dt, 110 + i as u64);
-        let l = check(&x, view, dims, dt, dev, &props);
+        let l = check(&x, view, dims, dt, dev);
         assert!(
             any_launch(&l, |l| l.strategy
                 == Strategy::ShortColumns { output_vec_size: 8 }),
@@ -452,7 +503,7 @@ fn short_columns_strategy() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn ragged_columns_strategy() {
-    let Some((dev, props)) = gpu("ragged_columns_strategy") else {
+    let Some((dev, _)) = gpu("ragged_columns_strategy") else {
         return;
     };
     type View = fn(&Tensor) -> Tensor;
@@ -467,7 +518,7 @@ fn ragged_columns_strategy() {
         for (i, &(shape, view)) in cases.iter().enumerate() {
             let x = ints(shape, dt, 130 + i as u64);
             let out = ReduceOp::Sum.output_dtype(dt, None).unwrap();
-            let l = check(&x, view, &[0], out, dev, &props);
+            let l = check(&x, view, &[0], out, dev);
             // The odd widths and pitches leave every dtype's PyTorch plan
             // narrower than the widest; a width of 4 mod 8 (1028) does
             // only where the widest is 8 (16-bit inputs).
@@ -490,7 +541,7 @@ fn ragged_columns_strategy() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn kept_dims_in_the_input_order() {
-    let Some((dev, props)) = gpu("kept_dims_in_the_input_order") else {
+    let Some((dev, _)) = gpu("kept_dims_in_the_input_order") else {
         return;
     };
     type View = fn(&Tensor) -> Tensor;
@@ -511,7 +562,7 @@ fn kept_dims_in_the_input_order() {
         for (i, (shape, view, dims)) in cases.iter().enumerate() {
             let x = ints(shape, dt, 100 + i as u64);
             let out = ReduceOp::Sum.output_dtype(dt, None).unwrap();
-            let l = check(&x, view, dims, out, dev, &props);
+            let l = check(&x, view, dims, out, dev);
             assert!(
                 any_launch(&l, |l| l.pytorch_order_config.is_some()),
                 "{dt} {shape:?} over {dims:?} kept PyTorch's dim order: {l:?}"
@@ -540,7 +591,7 @@ fn ops_on_vectorized_dims() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn packed_short_rows_are_staged() {
-    let Some((dev, props)) = gpu("packed_short_rows_are_staged") else {
+    let Some((dev, _)) = gpu("packed_short_rows_are_staged") else {
         return;
     };
     // Packed rows no 16-byte vector fits, of more than one load, of every
@@ -562,11 +613,11 @@ fn packed_short_rows_are_staged() {
         (DType::I64, [400_000, 3], None),
         (DType::I32, [5_000, 5], None),
     ];
-    rows_take_path(&packed, 5, dev, &props, "a lane per row, staged", |l| {
+    rows_take_path(&packed, 5, dev, "a lane per row, staged", |l| {
         l.config.lanes_per_row == 1 && l.config.stage_rows
     });
     let gaps = [(DType::F32, [300_000, 9], Some((1, 7)))];
-    rows_take_path(&gaps, 5, dev, &props, "a lane per row, unstaged", |l| {
+    rows_take_path(&gaps, 5, dev, "a lane per row, unstaged", |l| {
         l.config.lanes_per_row == 1 && !l.config.stage_rows
     });
 }
@@ -580,7 +631,7 @@ fn packed_short_rows_are_staged() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn ragged_short_rows() {
-    let Some((dev, props)) = gpu("ragged_short_rows") else {
+    let Some((dev, _)) = gpu("ragged_short_rows") else {
         return;
     };
     let cases = [
@@ -596,15 +647,13 @@ fn ragged_short_rows() {
         (DType::F16, [50_001, 100], None),
         (DType::F64, [3, 9], None),
     ];
-    rows_take_path(&cases, 11, dev, &props, "ragged rows", |l| {
-        l.config.ragged_rows
-    });
+    rows_take_path(&cases, 11, dev, "ragged rows", |l| l.config.ragged_rows);
 }
 
 #[test]
 #[ignore = "needs a CUDA device"]
 fn misaligned_views_take_the_head_and_tail_paths() {
-    let Some((dev, props)) = gpu("misaligned_views_take_the_head_and_tail_paths") else {
+    let Some((dev, _)) = gpu("misaligned_views_take_the_head_and_tail_paths") else {
         return;
     };
     for dt in [DType::F32, DType::F16, DType::BF16, DType::F64, DType::U8] {
@@ -617,7 +666,6 @@ fn misaligned_views_take_the_head_and_tail_paths() {
                 &[1],
                 ReduceOp::Sum.output_dtype(dt, None).unwrap(),
                 dev,
-                &props,
             );
             assert!(
                 any_launch(&l, |l| l.config.vectorize_input),
@@ -635,7 +683,6 @@ fn misaligned_views_take_the_head_and_tail_paths() {
                 &[0],
                 ReduceOp::Sum.output_dtype(dt, None).unwrap(),
                 dev,
-                &props,
             );
         }
     }
@@ -644,7 +691,7 @@ fn misaligned_views_take_the_head_and_tail_paths() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn output_vectorized_columns() {
-    let Some((dev, props)) = gpu("output_vectorized_columns") else {
+    let Some((dev, _)) = gpu("output_vectorized_columns") else {
         return;
     };
     for (cols, vec) in [(64usize, 4u32), (66, 2), (67, 1)] {
@@ -656,7 +703,6 @@ fn output_vectorized_columns() {
                 &[0],
                 ReduceOp::Sum.output_dtype(dt, None).unwrap(),
                 dev,
-                &props,
             );
             assert!(
                 any_launch(&l, |l| l.config.output_vec_size == vec),
@@ -666,20 +712,13 @@ fn output_vectorized_columns() {
     }
     // A view one element off alignment falls back to narrower vectors.
     let x = ints(&[3000, 65], DType::F32, 4);
-    check(
-        &x,
-        |t| t.narrow(1, 1, 64).unwrap(),
-        &[0],
-        DType::F32,
-        dev,
-        &props,
-    );
+    check(&x, |t| t.narrow(1, 1, 64).unwrap(), &[0], DType::F32, dev);
 }
 
 #[test]
 #[ignore = "needs a CUDA device"]
 fn warp_split_block_y_reduce() {
-    let Some((dev, props)) = gpu("warp_split_block_y_reduce") else {
+    let Some((dev, _)) = gpu("warp_split_block_y_reduce") else {
         return;
     };
     for dt in [DType::F32, DType::F16, DType::I64] {
@@ -691,7 +730,6 @@ fn warp_split_block_y_reduce() {
             &[0],
             ReduceOp::Sum.output_dtype(dt, None).unwrap(),
             dev,
-            &props,
         );
         assert!(
             any_launch(&l, |l| l.config.input_mult[1] != 0),
@@ -704,7 +742,6 @@ fn warp_split_block_y_reduce() {
             &[1],
             ReduceOp::Sum.output_dtype(dt, None).unwrap(),
             dev,
-            &props,
         );
         assert!(
             any_launch(&l, |l| l.config.input_mult[1] != 0
@@ -717,7 +754,7 @@ fn warp_split_block_y_reduce() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn cta_split_global_reduce() {
-    let Some((dev, props)) = gpu("cta_split_global_reduce") else {
+    let Some((dev, _)) = gpu("cta_split_global_reduce") else {
         return;
     };
     for dt in [DType::F32, DType::BF16, DType::F64, DType::I32, DType::U8] {
@@ -729,7 +766,6 @@ fn cta_split_global_reduce() {
             &[0],
             ReduceOp::Sum.output_dtype(dt, None).unwrap(),
             dev,
-            &props,
         );
         assert!(
             any_launch(&l, |l| l.config.input_mult[2] != 0),
@@ -743,7 +779,6 @@ fn cta_split_global_reduce() {
             &[0],
             ReduceOp::Sum.output_dtype(dt, None).unwrap(),
             dev,
-            &props,
         );
         assert!(
             any_launch(&l, |l| l.config.input_mult[2] != 0
@@ -762,7 +797,6 @@ fn cta_split_global_reduce() {
             &[0, 2, 3],
             ReduceOp::Sum.output_dtype(dt, None).unwrap(),
             dev,
-            &props,
         );
         assert!(
             any_launch(&l, |l| matches!(l.strategy, Strategy::CtaSplit { .. })
@@ -773,15 +807,15 @@ fn cta_split_global_reduce() {
     // Repeated launches reuse the semaphores: the kernel must leave them at 0.
     let x = ints(&[3, 1 << 20], DType::F32, 9);
     for _ in 0..5 {
-        check(&x, |t| t.clone(), &[1], DType::F32, dev, &props);
-        check(&x, |t| t.clone(), &[], DType::F32, dev, &props);
+        check(&x, |t| t.clone(), &[1], DType::F32, dev);
+        check(&x, |t| t.clone(), &[], DType::F32, dev);
     }
 }
 
 #[test]
 #[ignore = "needs a CUDA device"]
 fn strided_expanded_and_nd_inputs() {
-    let Some((dev, props)) = gpu("strided_expanded_and_nd_inputs") else {
+    let Some((dev, _)) = gpu("strided_expanded_and_nd_inputs") else {
         return;
     };
     for dt in [DType::F32, DType::F16, DType::I64] {
@@ -793,7 +827,6 @@ fn strided_expanded_and_nd_inputs() {
             &[0],
             ReduceOp::Sum.output_dtype(dt, None).unwrap(),
             dev,
-            &props,
         );
         check(
             &x,
@@ -801,7 +834,6 @@ fn strided_expanded_and_nd_inputs() {
             &[1],
             ReduceOp::Sum.output_dtype(dt, None).unwrap(),
             dev,
-            &props,
         );
         check(
             &x,
@@ -809,7 +841,6 @@ fn strided_expanded_and_nd_inputs() {
             &[],
             ReduceOp::Sum.output_dtype(dt, None).unwrap(),
             dev,
-            &props,
         );
         let y = ints(&[24, 40, 36], dt, 11);
         // 1-D strided: the reduced dim is not the fastest.
@@ -819,7 +850,6 @@ fn strided_expanded_and_nd_inputs() {
             &[1],
             ReduceOp::Sum.output_dtype(dt, None).unwrap(),
             dev,
-            &props,
         );
         // N-d reduced dims through the OffsetCalculator, permuted views.
         check(
@@ -828,7 +858,6 @@ fn strided_expanded_and_nd_inputs() {
             &[0, 2],
             ReduceOp::Sum.output_dtype(dt, None).unwrap(),
             dev,
-            &props,
         );
         check(
             &y,
@@ -836,7 +865,6 @@ fn strided_expanded_and_nd_inputs() {
             &[0, 2],
             ReduceOp::Sum.output_dtype(dt, None).unwrap(),
             dev,
-            &props,
         );
         check(
             &y,
@@ -844,7 +872,6 @@ fn strided_expanded_and_nd_inputs() {
             &[0, 2],
             ReduceOp::Sum.output_dtype(dt, None).unwrap(),
             dev,
-            &props,
         );
         check(
             &y,
@@ -852,20 +879,19 @@ fn strided_expanded_and_nd_inputs() {
             &[1],
             ReduceOp::Sum.output_dtype(dt, None).unwrap(),
             dev,
-            &props,
         );
     }
     // 0-d and size-1 reductions.
     let s = ints(&[], DType::F32, 12);
-    check(&s, |t| t.clone(), &[], DType::F32, dev, &props);
+    check(&s, |t| t.clone(), &[], DType::F32, dev);
     let one = ints(&[5, 1, 7], DType::I32, 13);
-    check(&one, |t| t.clone(), &[1], DType::I64, dev, &props);
+    check(&one, |t| t.clone(), &[1], DType::I64, dev);
 }
 
 #[test]
 #[ignore = "needs a CUDA device"]
 fn all_dtypes_and_sum_dtype_casts() {
-    let Some((dev, props)) = gpu("all_dtypes_and_sum_dtype_casts") else {
+    let Some((dev, _)) = gpu("all_dtypes_and_sum_dtype_casts") else {
         return;
     };
     let mut pairs: Vec<(DType, DType)> = DType::ALL
@@ -887,7 +913,7 @@ fn all_dtypes_and_sum_dtype_casts() {
     for (i, &(din, dout)) in pairs.iter().enumerate() {
         let x = ints(&[45, 130], din, 20 + i as u64);
         for dims in [&[0isize][..], &[1], &[]] {
-            check(&x, |t| t.clone(), dims, dout, dev, &props);
+            check(&x, |t| t.clone(), dims, dout, dev);
         }
     }
 }
@@ -1239,7 +1265,7 @@ fn assert_gpu_matches_cpu(op: ReduceOp, xc: &Tensor, xg: &Tensor, dims: &[isize]
 #[test]
 #[ignore = "needs a CUDA device"]
 fn concurrent_callers_share_the_kernel_cache() {
-    let Some((dev, props)) = gpu("concurrent_callers_share_the_kernel_cache") else {
+    let Some((dev, _)) = gpu("concurrent_callers_share_the_kernel_cache") else {
         return;
     };
     std::thread::scope(|s| {
@@ -1254,7 +1280,6 @@ fn concurrent_callers_share_the_kernel_cache() {
         .into_iter()
         .enumerate()
         {
-            let props = props.clone();
             s.spawn(move || {
                 let x = ints(&[300, 301], dt, 50 + i as u64);
                 check(
@@ -1263,7 +1288,6 @@ fn concurrent_callers_share_the_kernel_cache() {
                     &[1],
                     ReduceOp::Sum.output_dtype(dt, None).unwrap(),
                     dev,
-                    &props,
                 );
                 check(
                     &x,
@@ -1271,7 +1295,6 @@ fn concurrent_callers_share_the_kernel_cache() {
                     &[0],
                     ReduceOp::Sum.output_dtype(dt, None).unwrap(),
                     dev,
-                    &props,
                 );
             });
         }
@@ -1284,11 +1307,11 @@ fn concurrent_callers_share_the_kernel_cache() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn split_32bit_f32_over_2gib() {
-    let Some((dev, props)) = gpu("split_32bit_f32_over_2gib") else {
+    let Some((dev, _)) = gpu("split_32bit_f32_over_2gib") else {
         return;
     };
     let x = ints(&[(1 << 29) + 7], DType::F32, 60);
-    let l = check(&x, |t| t.clone(), &[0], DType::F32, dev, &props);
+    let l = check(&x, |t| t.clone(), &[0], DType::F32, dev);
     assert!(
         l.len() > 1,
         "expected a 32-bit split, got {} launch(es)",
@@ -1302,14 +1325,14 @@ fn split_32bit_f32_over_2gib() {
     drop(x);
     let n = (1usize << 28) + 3;
     let x = ints(&[2, n], DType::F32, 61);
-    let l = check(&x, |t| t.clone(), &[1], DType::F32, dev, &props);
+    let l = check(&x, |t| t.clone(), &[1], DType::F32, dev);
     assert!(
         l.len() > 1,
         "expected a 32-bit split, got {} launch(es)",
         l.len()
     );
-    check(&x, |t| t.clone(), &[], DType::F32, dev, &props);
-    check(&x, |t| t.clone(), &[0], DType::F32, dev, &props);
+    check(&x, |t| t.clone(), &[], DType::F32, dev);
+    check(&x, |t| t.clone(), &[0], DType::F32, dev);
 }
 
 /// Over 2^31 elements of f16. Splitting the reduced dim makes the launches
@@ -1330,13 +1353,13 @@ fn split_32bit_f16_over_2g_elements() {
         .launches
         .iter()
         .any(|l| l.iter.accumulate() && !l.iter.final_output()));
-    check(&x, |t| t.clone(), &[0], DType::F16, dev, &props);
-    check(&x, |t| t.clone(), &[0], DType::F32, dev, &props);
+    check(&x, |t| t.clone(), &[0], DType::F16, dev);
+    check(&x, |t| t.clone(), &[0], DType::F32, dev);
     drop(x);
     // Rows: the kept dim is split (no accumulation), then reduced fully.
     let x = Tensor::randint(-1, 2, &[4, (1 << 29) + 5], DType::F16, Device::Cpu, 63).unwrap();
-    check(&x, |t| t.clone(), &[1], DType::F16, dev, &props);
-    check(&x, |t| t.clone(), &[0], DType::F16, dev, &props);
+    check(&x, |t| t.clone(), &[1], DType::F16, dev);
+    check(&x, |t| t.clone(), &[0], DType::F16, dev);
 }
 
 /// Over 2^31 elements, the reduced dim is split into several launches and

@@ -7,7 +7,9 @@
 use proptest::prelude::*;
 use std::collections::HashMap;
 use tensor_reduce::cuda::plan::simulate::{iterator_visits, simulate_launch, Visit};
-use tensor_reduce::cuda::plan::{DeviceProps, ReducePlan, Strategy as PlanStrategy};
+use tensor_reduce::cuda::plan::{
+    DeviceProps, KernelRegisters, ReducePlan, Strategy as PlanStrategy,
+};
 use tensor_reduce::iter::TensorIterator;
 use tensor_reduce::reduce::ReduceOp;
 use tensor_reduce::DType;
@@ -132,7 +134,26 @@ fn check_plan(plan: &ReducePlan) -> Result<usize, String> {
     Ok(plan.iter.numel())
 }
 
+/// Registers of a module's kernels: unknown (a full SM's CTAs a wave), or
+/// anything from a few to the most a thread may take.
+fn kernel_registers() -> impl Strategy<Value = KernelRegisters> {
+    prop_oneof![
+        Just(KernelRegisters::default()),
+        (16u32..=255, 16u32..=255, 16u32..=255, 16u32..=255)
+            .prop_map(|(a, b, c, d)| KernelRegisters::new([(1, a), (2, b), (4, c), (8, d)])),
+    ]
+}
+
 fn plan_layout(l: &Layout, dtype: DType, props: &DeviceProps) -> ReducePlan {
+    plan_layout_for(l, dtype, props, &KernelRegisters::default())
+}
+
+fn plan_layout_for(
+    l: &Layout,
+    dtype: DType,
+    props: &DeviceProps,
+    registers: &KernelRegisters,
+) -> ReducePlan {
     let out = ReduceOp::Sum.output_dtype(dtype, None).unwrap();
     let it = TensorIterator::reduction(
         &l.shape,
@@ -143,10 +164,11 @@ fn plan_layout(l: &Layout, dtype: DType, props: &DeviceProps) -> ReducePlan {
         &l.mask,
     )
     .unwrap();
-    ReducePlan::new(
+    ReducePlan::for_kernels(
         &it,
         &ReduceOp::Sum.signature(dtype, Some(out)).unwrap(),
         props,
+        registers,
     )
     .expect("plans")
 }
@@ -155,8 +177,8 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     #[test]
-    fn small_views_are_covered_exactly_once(l in layout(6, 4096), dtype in dtype(), props in device()) {
-        let plan = plan_layout(&l, dtype, &props);
+    fn small_views_are_covered_exactly_once(l in layout(6, 4096), dtype in dtype(), props in device(), registers in kernel_registers()) {
+        let plan = plan_layout_for(&l, dtype, &props, &registers);
         prop_assert_eq!(plan.launches.len(), 1);
         if let Err(e) = check_plan(&plan) {
             return Err(TestCaseError::fail(format!("{e}\nplan: {:#?}", plan.launches[0].config)));
@@ -164,10 +186,10 @@ proptest! {
     }
 
     #[test]
-    fn long_rows_and_columns_are_covered_exactly_once(l in layout(300, 6000), dtype in dtype(), props in device()) {
+    fn long_rows_and_columns_are_covered_exactly_once(l in layout(300, 6000), dtype in dtype(), props in device(), registers in kernel_registers()) {
         // Rows long enough for input vectorization (>= 128) and the
         // misaligned-head path of offset views.
-        let plan = plan_layout(&l, dtype, &props);
+        let plan = plan_layout_for(&l, dtype, &props, &registers);
         if let Err(e) = check_plan(&plan) {
             return Err(TestCaseError::fail(format!("{e}\nplan: {:#?}", plan.launches[0].config)));
         }
@@ -193,6 +215,7 @@ proptest! {
         offset in 0usize..=3,
         dtype in prop::sample::select(vec![DType::F32, DType::F16, DType::F64, DType::I32]),
         props in device(),
+        registers in kernel_registers(),
     ) {
         // rows: [kept, reduced] row-major; else [reduced, kept] row-major.
         let (shape, strides, mask) = if rows {
@@ -202,7 +225,7 @@ proptest! {
         };
         let out = ReduceOp::Sum.output_dtype(dtype, None).unwrap();
         let it = TensorIterator::reduction(&shape, &strides, offset, dtype.size_in_bytes(), out.size_in_bytes(), &mask).unwrap();
-        let plan = ReducePlan::new(&it, &ReduceOp::Sum.signature(dtype, Some(out)).unwrap(), &props).unwrap();
+        let plan = ReducePlan::for_kernels(&it, &ReduceOp::Sum.signature(dtype, Some(out)).unwrap(), &props, &registers).unwrap();
         if let Err(e) = check_plan(&plan) {
             return Err(TestCaseError::fail(format!("{e}\nplan: {:#?}", plan.launches[0].config)));
         }

@@ -159,6 +159,8 @@ pub fn device_props(ordinal: usize) -> Result<DeviceProps> {
             attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
             attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
         ),
+        registers_per_sm: attr(A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR)?,
+        max_blocks_per_sm: attr(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR)?,
     };
     PROPS
         .get_or_init(Default::default)
@@ -173,4 +175,4 @@ pub fn device_props(ordinal: usize) -> Result<DeviceProps> {
 /// holding the outputs in order, on the input's device, and the second
 /// output of the ops that have one). Casts are fused
 /// into the kernel's `reduce`, so the input is read where it is.
-pub(crate) use reduce::reduce;
+pub(crate) use reduce::{device_plan, reduce};

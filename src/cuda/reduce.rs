@@ -74,6 +74,47 @@ enum Planned {
     Unplanned(Box<TensorIterator>),
 }
 
+/// Plans `sig` over `iter` for device `ordinal` with the registers of its
+/// loaded module `k`, and keeps the plan for the next call of `key`'s
+/// layout. The module is loaded (compiled on first use) before planning:
+/// the planner counts its waves in the CTAs its kernels' registers allow.
+fn plan_and_keep(
+    ordinal: usize,
+    key: &PlanKey<'_>,
+    iter: &TensorIterator,
+    sig: &Signature,
+    k: &kernel::LoadedKernel,
+) -> Result<Arc<ReducePlan>> {
+    let props = super::device_props(ordinal)?;
+    Ok(plan_cache::insert(
+        key,
+        ReducePlan::for_kernels(iter, sig, &props, &k.registers)?,
+    ))
+}
+
+/// The plan [`reduce`] runs for `sig` over the dims `mask` marks of
+/// `input`, on its device: the kept one, or a new one (loading the module).
+pub(crate) fn device_plan(
+    input: &Tensor,
+    mask: &[bool],
+    sig: &Signature,
+) -> Result<Arc<ReducePlan>> {
+    let Storage::Cuda(storage) = &input.storage else {
+        return Err(Error::DeviceMismatch {
+            expected: Device::Cuda(0),
+            actual: input.device(),
+        });
+    };
+    let ordinal = storage.ordinal();
+    let key = PlanKey::new(ordinal, sig, input, mask);
+    if let Some(plan) = plan_cache::get(&key) {
+        return Ok(plan);
+    }
+    let iter = TensorIterator::reduce_op(input, mask, sig.output)?;
+    let k = kernel::loaded(ordinal, sig)?;
+    plan_and_keep(ordinal, &key, &iter, sig, &k)
+}
+
 /// Runs `sig` over the dims `mask` marks of `input`, on the GPU.
 pub(crate) fn reduce(
     input: &Tensor,
@@ -114,12 +155,10 @@ pub(crate) fn reduce(
     let mut out2 = second_dtype
         .map(|d| CudaStorage::uninit_on(&stream, d, n_out))
         .transpose()?;
+    let k = kernel::loaded(ordinal, sig)?;
     let plan = match planned {
         Planned::Kept(plan) => plan,
-        Planned::Unplanned(iter) => {
-            let props = super::device_props(ordinal)?;
-            plan_cache::insert(&key, ReducePlan::new(&iter, sig, &props)?)
-        }
+        Planned::Unplanned(iter) => plan_and_keep(ordinal, &key, &iter, sig, &k)?,
     };
     let launches = &plan.launches;
 
@@ -197,7 +236,6 @@ pub(crate) fn reduce(
             staging,
             semaphores,
         };
-        let k = kernel::loaded(ordinal, sig)?;
         for l in launches {
             let args = ReduceArgs::new(
                 l,

@@ -91,4 +91,23 @@ impl Tensor {
         let iter = TensorIterator::reduce_op(self, &rd.mask, sig.output)?;
         ReducePlan::new(&iter, &sig, props)
     }
+
+    /// The GPU launch plan `op` over `dims` runs on this tensor's device:
+    /// [`Tensor::explain`] with that device's properties and the registers
+    /// of the kernels it compiled (loading them if no call has yet), by
+    /// which our strategies count how many CTAs an SM holds. The same plan
+    /// the reduction itself takes from the plan cache. A tensor on the CPU
+    /// is [`Error::DeviceMismatch`](crate::Error::DeviceMismatch).
+    ///
+    /// ```no_run
+    /// use tensor_reduce::{reduce::ReduceOp, DType, Device, Tensor};
+    /// let x = Tensor::zeros(&[16384, 1024], DType::F64, Device::cuda(0)?)?;
+    /// println!("{}", x.device_plan(ReduceOp::Sum, &[0], false)?);
+    /// # Ok::<(), tensor_reduce::Error>(())
+    /// ```
+    pub fn device_plan(&self, op: ReduceOp, dims: &[isize], keepdim: bool) -> Result<ReducePlan> {
+        let sig = op.signature(self.dtype(), None)?;
+        let rd = ReduceDims::resolve(self, dims, keepdim)?;
+        Ok((*cuda::device_plan(self, &rd.mask, &sig)?).clone())
+    }
 }

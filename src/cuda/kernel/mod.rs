@@ -3,6 +3,7 @@
 //! per device; on disk, across processes).
 
 use super::nvrtc::{self, Compiled};
+use crate::cuda::plan::KernelRegisters;
 use crate::reduce::Signature;
 use crate::{DType, Error, Result};
 use std::collections::HashMap;
@@ -270,6 +271,9 @@ pub(crate) struct LoadedKernel {
     functions: Vec<cudarc::driver::CudaFunction>,
     /// The module's [`output_vec_sizes`]: its first `reduce_kernel`s.
     output_vec_sizes: &'static [u32],
+    /// Registers a thread of each of those `reduce_kernel`s takes, which
+    /// the planner counts waves by.
+    pub(crate) registers: KernelRegisters,
 }
 
 impl LoadedKernel {
@@ -336,9 +340,20 @@ pub(crate) fn loaded(ordinal: usize, sig: &Signature) -> Result<Arc<LoadedKernel
                 .map_err(|e| super::driver_error(ordinal, 0, &format!("finding {n}"), e))
         })
         .collect::<Result<Vec<_>>>()?;
+    let vec_sizes = output_vec_sizes(sig);
+    let registers = vec_sizes
+        .iter()
+        .zip(&functions)
+        .map(|(&v, f)| {
+            f.num_regs()
+                .map(|r| (v, r.max(0) as u32))
+                .map_err(|e| super::driver_error(ordinal, 0, "cuFuncGetAttribute", e))
+        })
+        .collect::<Result<Vec<_>>>()?;
     let k = Arc::new(LoadedKernel {
         functions,
-        output_vec_sizes: output_vec_sizes(sig),
+        output_vec_sizes: vec_sizes,
+        registers: KernelRegisters::new(registers),
     });
     *guard = Some(k.clone());
     Ok(k)

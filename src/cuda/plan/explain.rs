@@ -246,17 +246,17 @@ fn write_launch(
     if let (Strategy::CtaSplit { ctas_per_output }, Some(pt)) =
         (launch.strategy, &launch.pytorch_config)
     {
-        // PyTorch's config is the one its decisions were made on.
-        let target = launch.decisions.target_grid_size;
+        let wave = wave_of(plan, pt);
         writeln!(
             f,
-            "    - ours: PyTorch's grid of {} CTAs leaves SMs of the {} without one → the same split, {} CTAs per output: min(⌈{target}/{}⌉, ⌊{} values per thread / {}⌋), or fewer that fill whole waves of {target} CTAs",
+            "    - ours: PyTorch's grid of {} CTAs leaves SMs of the {} without one → the same split, {} CTAs per output: min(⌈{wave}/{}⌉, ⌊{} values per thread / {}⌋), or fewer that fill whole waves of {wave} CTAs ({})",
             pt.grid()[0],
             plan.props.sm_count,
             ctas_per_output,
             pt.grid()[0],
             pt.values_per_thread(),
-            config::MIN_VALUES_PER_THREAD
+            config::MIN_VALUES_PER_THREAD,
+            wave_reason(plan, pt)
         )?;
     }
     if let (Strategy::VectorizedDims { cta_split }, Some(pt)) =
@@ -276,9 +276,10 @@ fn write_launch(
         if let Some(ctas) = cta_split {
             writeln!(
                 f,
-                "    - ours: {ctas} CTAs per output, {} CTAs for {} resident at once: {}",
+                "    - ours: {ctas} CTAs per output, {} CTAs for {} resident at once ({}): {}",
                 ctas * launch.grid[0],
-                config::target_grid_size(&plan.props, c.num_threads),
+                wave_of(plan, c),
+                wave_reason(plan, c),
                 if config::set_reduce_config_vectorizing_dims(it, &plan.signature, &plan.props)
                     .should_global_reduce()
                 {
@@ -294,7 +295,7 @@ fn write_launch(
     {
         writeln!(
             f,
-            "    - ours: PyTorch's {} outputs a lane give grid.x = {} of {} threads and split each output across {} CTAs, whose last CTA's threads fold {} staged partials each → {output_vec_size} a lane (halved while over {} partials a thread and a lane's load stays at least {} B): grid.x = {} of {} threads, {} CTAs per output, {} partials a thread",
+            "    - ours: PyTorch's {} outputs a lane give grid.x = {} of {} threads and split each output across {} CTAs, whose last CTA's threads fold {} staged partials each → {output_vec_size} a lane (halved while over {} partials a thread and a lane's load stays at least {} B): grid.x = {} of {} threads, {} CTAs per output in whole waves of {} ({}), {} partials a thread",
             pt.output_vec_size,
             pt.grid()[0],
             pt.num_threads,
@@ -305,6 +306,8 @@ fn write_launch(
             launch.grid[0],
             c.num_threads,
             c.ctas_per_output,
+            wave_of(plan, c),
+            wave_reason(plan, c),
             super::strategy::staged_per_thread(c)
         )?;
     }
@@ -633,6 +636,36 @@ fn vectorization_reason(
         );
     }
     s
+}
+
+/// The CTAs of `c`'s kernel the device holds at once, as the planner
+/// counted them.
+fn wave_of(plan: &ReducePlan, c: &ReduceConfig) -> u64 {
+    super::wave_ctas(
+        &plan.props,
+        plan.kernel_registers.of(c.output_vec_size),
+        c.num_threads,
+    )
+}
+
+/// Where [`wave_of`]'s count comes from: the kernel's registers, or a
+/// full SM's worth of CTAs.
+fn wave_reason(plan: &ReducePlan, c: &ReduceConfig) -> String {
+    let per_sm = |registers| super::ctas_per_sm(&plan.props, registers, c.num_threads);
+    match plan.kernel_registers.of(c.output_vec_size) {
+        Some(registers) => format!(
+            "{} SMs x {} CTAs of {} threads at the kernel's {registers} registers a thread",
+            plan.props.sm_count,
+            per_sm(Some(registers)),
+            c.num_threads
+        ),
+        None => format!(
+            "{} SMs x {} CTAs of {} threads, a full SM's: the kernel's registers are not known",
+            plan.props.sm_count,
+            per_sm(None),
+            c.num_threads
+        ),
+    }
 }
 
 fn cta_reason(c: &ReduceConfig, d: &Decisions, props: &super::DeviceProps) -> String {

@@ -16,6 +16,7 @@
 
 mod config;
 mod explain;
+mod residency;
 pub mod simulate;
 mod strategy;
 #[cfg(test)]
@@ -25,6 +26,7 @@ pub use config::{
     div_up, get_output_vec_size, last_pow2, set_reduce_config, Decisions, BLOCK_X, BLOCK_Y, CTA,
     MAX_VALUES_PER_THREAD, MIN_VALUES_PER_THREAD, PYTORCH_MAX_OUTPUT_VEC_SIZE,
 };
+pub use residency::{ctas_per_sm, wave_ctas, KernelRegisters, REGISTER_ALLOCATION_UNIT};
 pub use strategy::{
     choose_strategy, configure, max_output_vec_size, ragged_row_vectors, ShortRows, Strategy,
     RAGGED_MIN_LOADS_USED_PERCENT, ROW_PER_WARP_MIN_SLOTS_PERCENT, SCALAR_ROW_MAX_BYTES,
@@ -60,6 +62,13 @@ pub struct DeviceProps {
     pub shared_mem_per_block: u32,
     /// Compute capability `(major, minor)`, for `--gpu-architecture=sm_XY`.
     pub compute_capability: (u32, u32),
+    /// 32-bit registers an SM shares among its resident threads
+    /// (`maxRegistersPerMultiprocessor`): with a kernel's registers a thread
+    /// (a [`KernelRegisters`]), how many of its CTAs an SM holds.
+    pub registers_per_sm: u32,
+    /// The most CTAs an SM holds at once, whatever their size
+    /// (`maxBlocksPerMultiProcessor`).
+    pub max_blocks_per_sm: u32,
 }
 
 /// PyTorch's `ReduceConfig`, with its names: how block.x, block.y and
@@ -204,6 +213,10 @@ pub struct ReducePlan {
     pub signature: Signature,
     /// The device planned for.
     pub props: DeviceProps,
+    /// The registers of the signature's kernels the plan counted its waves
+    /// by: those of the loaded module on a device, none when planned
+    /// without one (every kernel then counts as filling its SMs).
+    pub kernel_registers: KernelRegisters,
     /// One launch per 32-bit sub-iterator of [`ReducePlan::iter`].
     pub launches: Vec<LaunchPlan>,
     /// Whether an `arg_t` accumulation buffer the size of the output is
@@ -226,6 +239,8 @@ impl DeviceProps {
             max_threads_per_block: 1024,
             shared_mem_per_block: 48 * 1024,
             compute_capability: (9, 0),
+            registers_per_sm: 65536,
+            max_blocks_per_sm: 32,
         }
     }
 
@@ -258,8 +273,8 @@ impl DeviceProps {
     }
 
     /// Checks that the heuristic can run on these properties: at least one
-    /// SM, a power-of-two warp no wider than the block cap, and room for a
-    /// block on an SM.
+    /// SM, a power-of-two warp no wider than the block cap, room for a
+    /// block on an SM, and registers and CTA slots in bounds.
     pub fn validate(&self) -> Result<()> {
         let bad = |why: String| {
             Err(Error::Unsupported(format!(
@@ -280,6 +295,18 @@ impl DeviceProps {
             return bad(format!(
                 "max_threads_per_sm {} is outside 1..=65536",
                 self.max_threads_per_sm
+            ));
+        }
+        if self.registers_per_sm == 0 || self.registers_per_sm > 1 << 24 {
+            return bad(format!(
+                "registers_per_sm {} is outside 1..=16777216",
+                self.registers_per_sm
+            ));
+        }
+        if self.max_blocks_per_sm == 0 || self.max_blocks_per_sm > 1 << 16 {
+            return bad(format!(
+                "max_blocks_per_sm {} is outside 1..=65536",
+                self.max_blocks_per_sm
             ));
         }
         Ok(())
@@ -312,6 +339,36 @@ impl ReducePlan {
         signature: &Signature,
         props: &DeviceProps,
     ) -> Result<ReducePlan> {
+        ReducePlan::for_kernels(iter, signature, props, &KernelRegisters::default())
+    }
+
+    /// [`ReducePlan::new`] for kernels that take `registers`: our branches
+    /// count their waves in the CTAs those let an SM hold
+    /// ([`ctas_per_sm`]), where `new` counts a full SM's. The CUDA backend
+    /// plans with the registers of the module it loaded.
+    ///
+    /// ```
+    /// use tensor_reduce::cuda::plan::{DeviceProps, KernelRegisters, ReducePlan, Strategy};
+    /// use tensor_reduce::{iter::TensorIterator, reduce::ReduceOp, DType};
+    /// // [16384, 1024] f64 summed over dim 0: columns, lanes of one output.
+    /// let it = TensorIterator::reduction(&[16384, 1024], &[1024, 1], 0, 8, 8, &[true, false])?;
+    /// let sum = ReduceOp::Sum.signature(DType::F64, None)?;
+    /// let h200 = DeviceProps::h200();
+    /// let full_sm = ReducePlan::new(&it, &sum, &h200)?;
+    /// // reduce_kernel<512, 1> of f64 took 40 registers: 3 CTAs an SM, not 4.
+    /// let loaded = KernelRegisters::new([(1, 40), (2, 54), (4, 72)]);
+    /// let held = ReducePlan::for_kernels(&it, &sum, &h200, &loaded)?;
+    /// assert!(matches!(held.launches[0].strategy, Strategy::TallColumns { .. }));
+    /// assert_eq!(full_sm.launches[0].grid, [32, 16, 1]); // 512 CTAs, 1.29 waves of 396
+    /// assert_eq!(held.launches[0].grid, [32, 12, 1]); // 384 CTAs, one wave
+    /// # Ok::<(), tensor_reduce::Error>(())
+    /// ```
+    pub fn for_kernels(
+        iter: &TensorIterator,
+        signature: &Signature,
+        props: &DeviceProps,
+        registers: &KernelRegisters,
+    ) -> Result<ReducePlan> {
         props.validate()?;
         check_element_size(iter, TensorIterator::INPUT, "input", signature.input)?;
         check_element_size(iter, TensorIterator::OUTPUT, "output", signature.output)?;
@@ -320,6 +377,7 @@ impl ReducePlan {
             iter: iter.clone(),
             signature: *signature,
             props: props.clone(),
+            kernel_registers: registers.clone(),
             launches: Vec::new(),
             needs_acc_buffer: false,
             acc_buffer_bytes: 0,
@@ -334,7 +392,7 @@ impl ReducePlan {
         }
         plan.launches = sub_iters
             .into_iter()
-            .map(|sub| plan_launch(sub, signature, props))
+            .map(|sub| plan_launch(sub, signature, props, registers))
             .collect();
         Ok(plan)
     }
@@ -353,7 +411,12 @@ fn check_element_size(iter: &TensorIterator, arg: usize, what: &str, dtype: DTyp
 
 /// One launch: `setReduceConfig` on a 32-bit sub-iterator and the sizes
 /// `gpu_reduce_kernel` / `launch_reduce_kernel` derive from it.
-fn plan_launch(iter: TensorIterator, signature: &Signature, props: &DeviceProps) -> LaunchPlan {
+fn plan_launch(
+    iter: TensorIterator,
+    signature: &Signature,
+    props: &DeviceProps,
+    registers: &KernelRegisters,
+) -> LaunchPlan {
     // Our dim order, where it differs, is planned by the port as if it
     // were PyTorch's; PyTorch's config on its own order stays beside it.
     let (iter, pytorch_order_config) = match strategy::kept_dims_by_input(&iter) {
@@ -364,8 +427,8 @@ fn plan_launch(iter: TensorIterator, signature: &Signature, props: &DeviceProps)
         None => (iter, None),
     };
     let (pytorch, decisions) = set_reduce_config(&iter, signature, props);
-    let strategy = choose_strategy(&iter, signature, props, &pytorch);
-    let config = configure(&iter, signature, props, strategy, &pytorch);
+    let strategy = choose_strategy(&iter, signature, props, registers, &pytorch);
+    let config = configure(&iter, signature, props, registers, strategy, &pytorch);
     let pytorch_config = (strategy != Strategy::PyTorch).then_some(pytorch);
     let base_idx = iter.view_offsets().first().copied().unwrap_or(0) as u64;
     LaunchPlan {

@@ -8,9 +8,10 @@
 
 use super::config::{
     div_up, set_reduce_config_ragged_columns, set_reduce_config_vectorizing_dims,
-    set_reduce_config_with_output_vec, target_grid_size, BLOCK_Y, CTA, MIN_VALUES_PER_THREAD,
+    set_reduce_config_with_output_vec, BLOCK_Y, CTA, MIN_VALUES_PER_THREAD,
     PYTORCH_MAX_OUTPUT_VEC_SIZE,
 };
+use super::residency::{wave_ctas, KernelRegisters};
 use super::{DeviceProps, ReduceConfig};
 use crate::iter::TensorIterator;
 use crate::reduce::Signature;
@@ -197,7 +198,9 @@ pub enum Strategy {
     /// more than [`TALL_COLUMNS_MAX_STAGED_PER_THREAD`] partials and a
     /// lane's load stays at least [`TALL_COLUMNS_MIN_LOAD_BYTES`]; the
     /// rest of the config is the port's on the narrower vectors, its CTA
-    /// split in whole waves (`whole_waves`). Lanes of two outputs of 4-byte
+    /// split in whole waves of the CTAs the kernel holds (`whole_waves`,
+    /// `wave_ctas`: f64 lanes of one output took 40 registers, 3 CTAs of
+    /// 512 threads an SM, so a split counted on 4 ran as 1.29 waves). Lanes of two outputs of 4-byte
     /// accumulators run on a full SM's register budget (the kernel's
     /// `pair_lanes_fill_sm`), so that those waves' CTAs are all resident.
     TallColumns {
@@ -322,10 +325,14 @@ pub fn ragged_row_vectors(row_len: u32, width: u32) -> u32 {
 /// inputs reduce short columns alone, [`Strategy::RaggedColumns`] where
 /// columns start off a vector boundary, [`Strategy::CtaSplit`] where
 /// PyTorch's grid leaves SMs without a CTA, else PyTorch's.
+///
+/// `registers` are those of the signature's kernels where known: waves are
+/// counted in the CTAs they let an SM hold (`wave_ctas`).
 pub fn choose_strategy(
     iter: &TensorIterator,
     signature: &Signature,
     props: &DeviceProps,
+    registers: &KernelRegisters,
     pytorch: &ReduceConfig,
 ) -> Strategy {
     if let Some(rows) = short_rows(iter, signature, props.warp_size) {
@@ -337,10 +344,14 @@ pub fn choose_strategy(
             let cta_split = if vectorized.should_global_reduce() {
                 // The port's own split, kept unless it ends in a partial wave.
                 let port = vectorized.ctas_per_output;
-                let ours = whole_waves(port, vectorized.grid()[0], props, vectorized.num_threads);
+                let ours = whole_waves(
+                    port,
+                    vectorized.grid()[0],
+                    wave(&vectorized, props, registers),
+                );
                 (ours != port).then_some(ours)
             } else {
-                cta_split(&vectorized, props)
+                cta_split(&vectorized, props, registers)
             };
             return Strategy::VectorizedDims { cta_split };
         }
@@ -357,56 +368,58 @@ pub fn choose_strategy(
     if let Some(output_vec_size) = ragged_columns(iter, signature, props, pytorch) {
         return Strategy::RaggedColumns { output_vec_size };
     }
-    cta_split(pytorch, props).map_or(Strategy::PyTorch, |ctas_per_output| Strategy::CtaSplit {
-        ctas_per_output,
+    cta_split(pytorch, props, registers).map_or(Strategy::PyTorch, |ctas_per_output| {
+        Strategy::CtaSplit { ctas_per_output }
     })
 }
 
 /// CTAs per output for [`Strategy::CtaSplit`]: PyTorch's own count
 /// (enough CTAs for a full wave, no fewer than 16 inputs a thread) in
-/// whole waves ([`whole_waves`]), when
+/// whole waves of the CTAs the kernel holds ([`whole_waves`]), when
 /// its warps already split each output's inputs, it split nothing across
 /// CTAs, and its grid is smaller than the SM count. (A grid that reaches
 /// every SM keeps PyTorch's plan: whether a second CTA per SM is worth a
-/// global reduce then depends on registers and occupancy the rule does not
-/// see.)
-fn cta_split(pytorch: &ReduceConfig, props: &DeviceProps) -> Option<u32> {
+/// global reduce then depends on more than the count of CTAs.)
+fn cta_split(
+    pytorch: &ReduceConfig,
+    props: &DeviceProps,
+    registers: &KernelRegisters,
+) -> Option<u32> {
     if !pytorch.should_block_y_reduce() || pytorch.should_global_reduce() {
         return None;
     }
-    let target_grid_size = u64::from(target_grid_size(props, pytorch.num_threads));
     let grid_x = u64::from(pytorch.grid()[0]).max(1);
     if grid_x >= u64::from(props.sm_count) {
         return None;
     }
-    let fill = div_up(target_grid_size, grid_x);
+    let wave = wave(pytorch, props, registers);
+    let fill = div_up(wave, grid_x);
     let keep_busy = u64::from(pytorch.values_per_thread()) / u64::from(MIN_VALUES_PER_THREAD);
-    let ctas = whole_waves(
-        fill.min(keep_busy) as u32,
-        grid_x as u32,
-        props,
-        pytorch.num_threads,
-    );
+    let ctas = whole_waves(fill.min(keep_busy) as u32, grid_x as u32, wave);
     (ctas > 1).then_some(ctas)
 }
 
+/// The CTAs of `config`'s kernel the device holds at once (`wave_ctas`).
+fn wave(config: &ReduceConfig, props: &DeviceProps, registers: &KernelRegisters) -> u64 {
+    wave_ctas(
+        props,
+        registers.of(config.output_vec_size),
+        config.num_threads,
+    )
+}
+
 /// CTAs per output, at most `ctas_per_output`, for `grid_x` columns of
-/// CTAs of `num_threads` threads: the count whose grid fills the largest
-/// share of the waves it takes (a wave is the CTAs the device holds at
-/// once, `target_grid_size`), the larger count on a tie. PyTorch's rule
+/// CTAs: the count whose grid fills the largest share of the waves it
+/// takes (a wave is the `wave` CTAs the device holds at once, `wave_ctas`),
+/// the larger count on a tie. PyTorch's rule
 /// rounds up (`⌈target / grid_x⌉`): 64 channels on an H200 got 9 CTAs
 /// each, 576 CTAs for 528 slots, and the last 48 ran as a second wave with
 /// most SMs idle (SMs active 72% of the kernel's cycles under `ncu`, DRAM
 /// at 62% of its peak); 8 fill one wave. The CTAs' partials are folded in
 /// an order the plan fixes either way: the count only shares out the
 /// inputs.
-pub(super) fn whole_waves(
-    ctas_per_output: u32,
-    grid_x: u32,
-    props: &DeviceProps,
-    num_threads: u32,
-) -> u32 {
-    let slots = u64::from(target_grid_size(props, num_threads).max(1));
+pub(super) fn whole_waves(ctas_per_output: u32, grid_x: u32, wave: u64) -> u32 {
+    let slots = wave.max(1);
     let grid_x = u64::from(grid_x.max(1));
     let waves = |ctas: u64| div_up(ctas * grid_x, slots);
     // A share ctas·grid_x / (waves·slots) beats another when ctas·waves'
@@ -612,6 +625,7 @@ pub fn configure(
     iter: &TensorIterator,
     signature: &Signature,
     props: &DeviceProps,
+    registers: &KernelRegisters,
     strategy: Strategy,
     pytorch: &ReduceConfig,
 ) -> ReduceConfig {
@@ -633,7 +647,7 @@ pub fn configure(
             }
             // PyTorch's ⌈target / grid.x⌉ can end in a partial wave.
             let port = config.ctas_per_output;
-            let ours = whole_waves(port, config.grid()[0], props, config.num_threads);
+            let ours = whole_waves(port, config.grid()[0], wave(&config, props, registers));
             if ours == port {
                 config
             } else {

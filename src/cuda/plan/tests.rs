@@ -860,7 +860,9 @@ fn vectorized_dims_for_aligned_channel_statistics() {
 fn cta_splits_fill_whole_waves() {
     // 528 slots of 512 threads on an H200 (132 SMs x 2048 / 512).
     let h200 = DeviceProps::h200();
-    let waves = |ctas, grid_x| strategy::whole_waves(ctas, grid_x, &h200, 512);
+    let wave = u64::from(config::target_grid_size(&h200, 512));
+    assert_eq!(wave, 528);
+    let waves = |ctas, grid_x| strategy::whole_waves(ctas, grid_x, wave);
     // 64 x 9 = 576: two waves, 55% of their slots; 64 x 8 = 512, 97% of one.
     assert_eq!(waves(9, 64), 8);
     // 3 x 176 = 528 and 1 x 1056: whole waves already.
@@ -891,6 +893,52 @@ fn cta_splits_fill_whole_waves() {
     let l = only(&p);
     assert_eq!(l.strategy, Strategy::VectorizedDims { cta_split: None });
     assert_eq!(l.grid, [3, 176, 1]);
+}
+
+#[test]
+fn waves_count_the_ctas_the_loaded_kernel_holds() {
+    // With the kernels' registers known, a wave is the CTAs they let an SM
+    // hold: reduce_kernel<512, 1> at 40 registers holds 3 CTAs of 512
+    // threads an SM, 396 on an H200, not 528.
+    let h200 = DeviceProps::h200();
+    let held = KernelRegisters::new([(1, 40), (2, 32), (4, 49)]);
+    let plan_held = |shape: &[usize], dims: &[usize], dt: DType| {
+        let mask: Vec<bool> = (0..shape.len()).map(|d| dims.contains(&d)).collect();
+        let it = TensorIterator::reduction(
+            shape,
+            &contiguous(shape),
+            0,
+            dt.size_in_bytes(),
+            dt.size_in_bytes(),
+            &mask,
+        )
+        .unwrap();
+        let sig = ReduceOp::Sum.signature(dt, None).unwrap();
+        ReducePlan::for_kernels(&it, &sig, &h200, &held).unwrap()
+    };
+    // VectorizedDims' port split: 9 CTAs a channel (576, 1.45 waves of
+    // 396) become 6 (384, one wave); on a full SM's count, 8 (above).
+    let p = plan_held(&[256, 64, 56, 56], &[0, 2, 3], DType::F32);
+    let l = only(&p);
+    assert_eq!(l.strategy, Strategy::VectorizedDims { cta_split: Some(6) });
+    assert_eq!(l.grid, [64, 6, 1]);
+    assert!(p.to_string().contains("384 CTAs for 396 resident at once (132 SMs x 3 CTAs of 512 threads at the kernel's 40 registers a thread)"), "{p}");
+    // TallColumns of f64, lanes of one output: 32 CTA columns, 16 CTAs a
+    // column on a full SM's count (512, 1.29 waves of 396), 12 here.
+    let p = plan_held(&[16384, 1024], &[0], DType::F64);
+    let l = only(&p);
+    assert_eq!(l.strategy, Strategy::TallColumns { output_vec_size: 1 });
+    assert_eq!(l.grid, [32, 12, 1]);
+    assert_eq!(l.config.ctas_per_output, 12);
+    // PyTorch's own config is the port's, whatever the registers.
+    let full = plan(
+        &[16384, 1024],
+        &contiguous(&[16384, 1024]),
+        0,
+        &[0],
+        DType::F64,
+    );
+    assert_eq!(l.pytorch_config, only(&full).pytorch_config);
 }
 
 #[test]
