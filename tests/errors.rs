@@ -1,5 +1,6 @@
 //! Every user error is a typed error naming what was wrong, never a panic.
 
+use tensor_reduce::reduce::ReduceOp;
 use tensor_reduce::{DType, Device, Error, Tensor};
 
 fn x234() -> Tensor {
@@ -235,4 +236,23 @@ fn an_empty_reduced_dim_is_named_as_the_caller_wrote_it() {
         e.amax(&[1, -3], false).unwrap_err().to_string(),
         "amax(): Expected reduction dim -3 to have non-zero size."
     );
+}
+
+#[test]
+fn a_device_plan_needs_a_gpu_tensor() {
+    // The plan a device runs is only defined for a tensor on one; on the
+    // CPU, explain with a device's properties is the way to plan.
+    let err = x234().device_plan(ReduceOp::Sum, &[0], false).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::DeviceMismatch {
+                expected: Device::Cuda(0),
+                actual: Device::Cpu
+            }
+        ),
+        "{err:?}"
+    );
+    // Bad dims are still named as such, whatever the device.
+    assert!(x234().device_plan(ReduceOp::Sum, &[5], false).is_err());
 }
