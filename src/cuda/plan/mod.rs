@@ -26,7 +26,9 @@ pub use config::{
     div_up, get_output_vec_size, last_pow2, set_reduce_config, Decisions, BLOCK_X, BLOCK_Y, CTA,
     MAX_VALUES_PER_THREAD, MIN_VALUES_PER_THREAD, PYTORCH_MAX_OUTPUT_VEC_SIZE,
 };
-pub use residency::{ctas_per_sm, wave_ctas, KernelRegisters, REGISTER_ALLOCATION_UNIT};
+pub use residency::{
+    ctas_per_sm, wave_ctas, KernelRegisters, REGISTER_ALLOCATION_UNIT, SM_SUB_PARTITIONS,
+};
 pub use strategy::{
     choose_strategy, configure, max_output_vec_size, ragged_row_vectors, ShortRows, Strategy,
     RAGGED_MIN_LOADS_USED_PERCENT, ROW_PER_WARP_MIN_SLOTS_PERCENT, SCALAR_ROW_MAX_BYTES,

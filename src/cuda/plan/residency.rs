@@ -25,6 +25,12 @@ use super::DeviceProps;
 /// from sm_50 to sm_90): a thread of 49 registers takes 56 of the SM's.
 pub const REGISTER_ALLOCATION_UNIT: u32 = 256;
 
+/// An SM's register file is split evenly among this many sub-partitions
+/// (one per warp scheduler, from sm_70 to sm_90), and a warp's registers
+/// come from one: a partition of 16384 holds 12 warps of 40 registers, so
+/// an SM holds 48, not the 51 that 65536 would.
+pub const SM_SUB_PARTITIONS: u32 = 4;
+
 /// Registers a thread of each of a signature's `reduce_kernel`s takes, by
 /// the kernel's output vector size, as the loaded module reports them
 /// (`CU_FUNC_ATTRIBUTE_NUM_REGS`). Empty (the default) where they are not
@@ -67,8 +73,9 @@ impl KernelRegisters {
 /// CTAs of `num_threads` threads an SM holds at once: PyTorch's count by
 /// the SM's threads, fewer where the kernel's registers a thread
 /// (`registers`, `None` when not known) or the SM's CTA slots run out
-/// first. Shared memory is left out: no `reduce_kernel` block uses more
-/// than a few KiB. At least 1.
+/// first, counted as the driver's occupancy calculator counts them (a GPU
+/// test checks the two agree). Shared memory is left out: no
+/// `reduce_kernel` block uses more than a few KiB. At least 1.
 pub fn ctas_per_sm(props: &DeviceProps, registers: Option<u32>, num_threads: u32) -> u32 {
     let by_threads = props.max_threads_per_sm / num_threads.max(1);
     let by_registers = registers.map_or(u32::MAX, |registers| {
@@ -77,7 +84,8 @@ pub fn ctas_per_sm(props: &DeviceProps, registers: Option<u32>, num_threads: u32
             u64::from(registers) * u64::from(props.warp_size),
             u64::from(REGISTER_ALLOCATION_UNIT),
         ) * u64::from(REGISTER_ALLOCATION_UNIT);
-        let warps_by_registers = u64::from(props.registers_per_sm) / per_warp.max(1);
+        let per_partition = u64::from(props.registers_per_sm / SM_SUB_PARTITIONS);
+        let warps_by_registers = per_partition / per_warp.max(1) * u64::from(SM_SUB_PARTITIONS);
         u32::try_from(warps_by_registers / warps.max(1)).unwrap_or(u32::MAX)
     });
     by_threads
@@ -116,6 +124,9 @@ mod tests {
             (49, 128, 9),
             (32, 256, 8),
             (32, 128, 16),
+            // The driver's occupancy calculator on an H200: 48 warps of
+            // 40 registers (12 a partition), 24 CTAs of 64 threads.
+            (40, 64, 24),
         ] {
             assert_eq!(
                 ctas_per_sm(&h200, Some(registers), threads),
