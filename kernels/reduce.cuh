@@ -170,9 +170,9 @@ constexpr int kReservedRegisters = 12;
 // of a full SM; at PyTorch's budget the f32 kernel took 40 registers, 6
 // blocks of 256 threads an SM, and a grid planned as one wave ran as 1.33
 // (our planner now counts a wave by the kernel's registers, but a wave of
-// 6 blocks keeps fewer bytes in flight than one of 8): f32 columns of 16384 and 65536 rows and NHWC channel
-// statistics read at 75-83% of an H200's read ceiling (docs/PERFORMANCE.md
-// has them on a full SM). To fit, such a lane folds its loads into one set
+// 6 blocks keeps fewer bytes in flight than one of 8): f32 columns of 16384
+// and 65536 rows and NHWC channel statistics read at 75-83% of an H200's
+// read ceiling (docs/PERFORMANCE.md has them on a full SM). To fit, such a lane folds its loads into one set
 // of accumulators rather than vt0 (its loads are still all in flight before
 // any is reduced): with vt0 sets f32 sum spilled 12 bytes a thread, and
 // columns short enough that each lane reads them alone ran 7% slower than

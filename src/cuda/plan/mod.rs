@@ -10,8 +10,9 @@
 //! - [`LaunchPlan`]: one `reduce_kernel` launch (one 32-bit sub-iterator).
 //! - [`ReducePlan`]: the whole reduction: iterator, launches, dtypes.
 //!
-//! Everything is a pure function of the iterator, the dtypes and the device
-//! properties; no GPU is touched. Printing a [`ReducePlan`] explains it like
+//! Everything is a pure function of the iterator, the dtypes, the device
+//! properties and, where known, the registers its compiled kernels take
+//! ([`KernelRegisters`]); no GPU is touched. Printing a [`ReducePlan`] explains it like
 //! a database `EXPLAIN`.
 
 mod config;

@@ -200,9 +200,10 @@ pub enum Strategy {
     /// rest of the config is the port's on the narrower vectors, its CTA
     /// split in whole waves of the CTAs the kernel holds (`whole_waves`,
     /// `wave_ctas`: f64 lanes of one output took 40 registers, 3 CTAs of
-    /// 512 threads an SM, so a split counted on 4 ran as 1.29 waves). Lanes of two outputs of 4-byte
-    /// accumulators run on a full SM's register budget (the kernel's
-    /// `pair_lanes_fill_sm`), so that those waves' CTAs are all resident.
+    /// 512 threads an SM, so a split counted on 4 ran as 1.29 waves).
+    /// Lanes of two outputs of 4-byte accumulators run on a full SM's
+    /// register budget (the kernel's `pair_lanes_fill_sm`), so that as
+    /// many CTAs as the threads allow are resident.
     TallColumns {
         /// Outputs a lane (`output_vec_size`), less than PyTorch's.
         output_vec_size: u32,
