@@ -30,7 +30,7 @@
 use super::{context, driver_error, CudaStorage};
 use crate::tensor::checked_numel;
 use crate::tensor::storage::Storage;
-use crate::{Device, Element, Error, Result, Tensor};
+use crate::{Element, Error, Result, Tensor};
 use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr};
 use std::sync::Arc;
 
@@ -124,12 +124,7 @@ impl Tensor {
                 requested: T::DTYPE,
             });
         }
-        let Storage::Cuda(storage) = &self.storage else {
-            return Err(Error::DeviceMismatch {
-                expected: Device::Cuda(0),
-                actual: self.device(),
-            });
-        };
+        let storage = CudaStorage::of(self)?;
         let copy = super::contiguous_copy(self, storage)?;
         Ok(retype::<u8, T>(copy.buf.into_slice(), self.numel()))
     }

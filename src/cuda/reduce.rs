@@ -10,7 +10,7 @@ use crate::cuda::plan::{LaunchPlan, ReducePlan, SHORT_ROWS_STAGE_ALIGN};
 use crate::iter::TensorIterator;
 use crate::reduce::{OpParams, Signature};
 use crate::tensor::storage::Storage;
-use crate::{DType, Device, Error, Result, Tensor};
+use crate::{DType, Error, Result, Tensor};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -99,12 +99,7 @@ pub(crate) fn device_plan(
     mask: &[bool],
     sig: &Signature,
 ) -> Result<Arc<ReducePlan>> {
-    let Storage::Cuda(storage) = &input.storage else {
-        return Err(Error::DeviceMismatch {
-            expected: Device::Cuda(0),
-            actual: input.device(),
-        });
-    };
+    let storage = CudaStorage::of(input)?;
     let ordinal = storage.ordinal();
     let key = PlanKey::new(ordinal, sig, input, mask);
     if let Some(plan) = plan_cache::get(&key) {
@@ -122,12 +117,7 @@ pub(crate) fn reduce(
     sig: &Signature,
     params: OpParams,
 ) -> Result<(Tensor, Option<Tensor>)> {
-    let Storage::Cuda(storage) = &input.storage else {
-        return Err(Error::DeviceMismatch {
-            expected: Device::Cuda(0),
-            actual: input.device(),
-        });
-    };
+    let storage = CudaStorage::of(input)?;
     let ordinal = storage.ordinal();
     // A plan kept from an earlier call of the same layout, or the iterator
     // to plan from (built first: a layout it rejects is that error, not

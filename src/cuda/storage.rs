@@ -2,8 +2,8 @@
 
 use super::block_cache::Block;
 use super::{context, driver_error};
-use crate::tensor::storage::{byte_len, try_vec, CpuStorage};
-use crate::{DType, Result};
+use crate::tensor::storage::{byte_len, try_vec, CpuStorage, Storage};
+use crate::{DType, Device, Error, Result, Tensor};
 use cudarc::driver::CudaStream;
 use std::sync::Arc;
 
@@ -20,6 +20,18 @@ pub(crate) struct CudaStorage {
 }
 
 impl CudaStorage {
+    /// The device memory behind `t`, or [`Error::DeviceMismatch`] for a
+    /// tensor on the CPU.
+    pub(crate) fn of(t: &Tensor) -> Result<&CudaStorage> {
+        match &t.storage {
+            Storage::Cuda(storage) => Ok(storage),
+            _ => Err(Error::DeviceMismatch {
+                expected: Device::Cuda(0),
+                actual: t.device(),
+            }),
+        }
+    }
+
     pub(crate) fn ordinal(&self) -> usize {
         self.ordinal
     }
