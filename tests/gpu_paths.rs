@@ -646,6 +646,11 @@ fn ragged_short_rows() {
         (DType::I32, [1001, 66], None),
         (DType::F16, [50_001, 100], None),
         (DType::F64, [3, 9], None),
+        // Aligned whole vectors that no lane count shares well, the last
+        // row ending at the allocation's end.
+        (DType::F32, [300_001, 148], None),
+        (DType::F32, [300_000, 68], None),
+        (DType::F64, [200_001, 40], None),
     ];
     rows_take_path(&cases, 11, dev, "ragged rows", |l| l.config.ragged_rows);
 }

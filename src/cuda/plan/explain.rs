@@ -456,7 +456,7 @@ fn write_short_rows(
     if rows.ragged {
         writeln!(
             f,
-            "    - the only reduced dim is contiguous with {} inputs ({} B, over {} B) that no {}-input load fits (the row's length or its start), and the rows are not staged: each row is read as the aligned {}-input vectors around it, at most {}, its inputs picked out by index (a row ending within a vector of the input allocation's end is read input by input); {} lanes x {vectors} loads, the lane count (of those with at most {} loads each) that uses the most of a warp's loads",
+            "    - the only reduced dim is contiguous with {} inputs ({} B, over {} B) that no {}-input load fits (the row's length or its start) or whose whole loads no lane count shares as well across a warp, and the rows are not staged: each row is read as the aligned {}-input vectors around it, at most {}, its inputs picked out by index (a row ending within a vector of the input allocation's end is read input by input); {} lanes x {vectors} loads, the lane count (of those with at most {} loads each) that uses the most of a warp's loads",
             rows.row_len,
             // A u32 count times at most 16 bytes: no u64 wraps.
             u64::from(rows.row_len) * scalar.size_in_bytes() as u64,

@@ -285,7 +285,9 @@ pub struct ShortRows {
     pub staged: bool,
     /// Rows of more than [`SCALAR_ROW_MAX_BYTES`] that the widest load
     /// (`row_vec_size`) does not fit, by their length or their start, and
-    /// that are not staged: each row is read as the widest aligned vectors
+    /// that are not staged, or whose whole vectors no lane count shares
+    /// across a warp as well ([`loads_used_per_mille`] under
+    /// [`RAGGED_MIN_LOADS_USED_PERCENT`]): each row is read as the widest aligned vectors
     /// that cover it ([`ragged_row_vectors`] at most), and an input is
     /// reduced only where it falls inside the row. Narrower loads that
     /// divide such a row, or PyTorch's warp of scalar loads where none do
@@ -708,31 +710,68 @@ fn short_rows(iter: &TensorIterator, signature: &Signature, warp_size: u32) -> O
         && rows_packed(iter, row_bytes)
         && iter.data_offset(TensorIterator::INPUT) % SHORT_ROWS_STAGE_ALIGN == 0;
     let scalar_rows = staged || (row_vec_size == 1 && row_bytes <= SCALAR_ROW_MAX_BYTES);
-    if !scalar_rows && row_vec_size < widest && row_bytes > SCALAR_ROW_MAX_BYTES {
+    let ragged = || {
         let vectors = ragged_row_vectors(row_len as u32, widest as u32);
-        return Some(ShortRows {
+        Some(ShortRows {
             row_len: row_len as u32,
             row_vec_size: widest as u32,
             lanes_per_row: ragged_lanes(vectors, warp_size)?,
             staged: false,
             ragged: true,
+        })
+    };
+    if !scalar_rows && row_vec_size < widest && row_bytes > SCALAR_ROW_MAX_BYTES {
+        return ragged();
+    }
+    if scalar_rows {
+        return Some(ShortRows {
+            row_len: row_len as u32,
+            row_vec_size: 1,
+            lanes_per_row: 1,
+            staged,
+            ragged: false,
         });
     }
-    let (row_vec_size, lanes_per_row) = if scalar_rows {
-        (1, 1)
-    } else {
-        (
-            row_vec_size,
-            lanes_for_vectors(row_len / row_vec_size, u64::from(warp_size))?,
-        )
-    };
-    Some(ShortRows {
-        row_len: row_len as u32,
-        row_vec_size: row_vec_size as u32,
-        lanes_per_row: lanes_per_row as u32,
-        staged,
-        ragged: false,
-    })
+    let whole =
+        lanes_for_vectors(row_len / row_vec_size, u64::from(warp_size)).map(|lanes| ShortRows {
+            row_len: row_len as u32,
+            row_vec_size: row_vec_size as u32,
+            lanes_per_row: lanes as u32,
+            staged: false,
+            ragged: false,
+        });
+    // Whole vectors that no lane count shares well (a prime count over a
+    // warp, or one row a warp with half its lanes idle) read fewer bytes a
+    // load instruction than the same row read ragged: rows of 148 f32 (37
+    // vectors) took PyTorch's warp a row, rows of 68 (17) a warp of 17 lanes.
+    if row_bytes > SCALAR_ROW_MAX_BYTES
+        && whole.is_none_or(|w| {
+            loads_used_per_mille(&w, warp_size) < RAGGED_MIN_LOADS_USED_PERCENT * 10
+        })
+    {
+        if let Some(r) = ragged() {
+            if whole.is_none_or(|w| {
+                loads_used_per_mille(&r, warp_size) > loads_used_per_mille(&w, warp_size)
+            }) {
+                return Some(r);
+            }
+        }
+    }
+    whole
+}
+
+/// Per mille of a warp's load slots that fall on its rows' inputs under
+/// `rows`: a warp of `lanes_per_row` lanes a row holds `warp /
+/// lanes_per_row` rows, each lane issuing `vectors_per_lane` loads, and a
+/// row needs `⌈row_len / row_vec_size⌉` of them (a ragged row's extra
+/// vector at its start or end counts as waste).
+pub fn loads_used_per_mille(rows: &ShortRows, warp_size: u32) -> u64 {
+    let lanes = u64::from(rows.lanes_per_row.max(1));
+    let needed = u64::from(rows.row_len.div_ceil(rows.row_vec_size.max(1)));
+    let slots = u64::from(warp_size) * u64::from(rows.vectors_per_lane());
+    (u64::from(warp_size) / lanes * needed * 1000)
+        .checked_div(slots)
+        .unwrap_or(0)
 }
 
 /// Whether output `i`'s row starts `i * row_bytes` past the first: the kept

@@ -319,17 +319,33 @@ fn short_rows_share_warps_and_keep_loads_in_flight() {
     ] {
         assert!(text.contains(says), "{says}: {text}");
     }
-    // f64 rows of 40: 16-byte loads of 2 -> 20 lanes, one row per warp.
-    let d = only(&plan(&[4096, 40], &[40, 1], 0, &[1], DType::F64)).clone();
-    assert_eq!(d.strategy, rows(40, 2, 20));
+    // Whole vectors that no lane count shares well are read ragged: f64
+    // rows of 40 are 20 16-byte loads, one row a warp of 20 lanes (62% of
+    // its loads), where 7 lanes of 3 loads hold 4 rows (83%, the row's
+    // 21st vector wasted); f32 rows of 68 (17 vectors, 53%) take 9 lanes
+    // of 2 (80%), and rows of 148 (37, which no lane count of at most four
+    // loads divides) 13 lanes of 3 instead of PyTorch's warp a row. Rows
+    // of 100 (25 vectors, 78% as 25 lanes) stay whole.
+    for (len, dtype, expected) in [
+        (40u32, DType::F64, ragged(40, 2, 7)),
+        (68, DType::F32, ragged(68, 4, 9)),
+        (148, DType::F32, ragged(148, 4, 13)),
+        (100, DType::F32, rows(100, 4, 25)),
+    ] {
+        let n = len as usize;
+        let d = only(&plan(&[4096, n], &[n as isize, 1], 0, &[1], dtype)).clone();
+        assert_eq!(d.strategy, expected, "rows of {len} {dtype:?}");
+    }
     // Rows of up to four warps of loads: the most lanes that share them
-    // equally, at most four vectors each (f32 rows of 256, 200, 132 and
-    // 512, f64 rows of 128 and 256, f16 rows of 1024).
+    // equally, at most four vectors each (f32 rows of 256, 200 and 512,
+    // f64 rows of 128 and 256, f16 rows of 1024), unless read ragged they
+    // use more of a warp's loads (f32 rows of 132: 33 vectors as 11 lanes
+    // of 3 hold 2 rows, 69%; as 9 lanes of at most 4, 3 rows, 77%).
     for (shape, dtype, expected, vectors) in [
         ([1000usize, 256], DType::F32, rows(256, 4, 32), 2),
         ([1000, 200], DType::F32, rows(200, 4, 25), 2),
         ([1000, 128], DType::F64, rows(128, 2, 32), 2),
-        ([1000, 132], DType::F32, rows(132, 4, 11), 3),
+        ([1000, 132], DType::F32, ragged(132, 4, 9), 4),
         ([1000, 512], DType::F32, rows(512, 4, 32), 4),
         ([1000, 256], DType::F64, rows(256, 2, 32), 4),
         ([1000, 1024], DType::F16, rows(1024, 8, 32), 4),
