@@ -154,7 +154,7 @@ fn input_vectorized_contiguous_rows() {
     };
     let cases = [
         (DType::F32, [37, 4096], None),
-        (DType::F16, [37, 1000], None),
+        (DType::F16, [37, 2000], None),
         (DType::BF16, [37, 4099], None),
         (DType::F64, [37, 777], None),
         (DType::I32, [37, 3001], None),
@@ -175,7 +175,8 @@ fn short_rows_strategy() {
     // enough rows for several per thread, rows starting off a vector
     // boundary (a narrowed view), short rows no vector fits, which take a
     // lane each, and rows of two to four warps of loads (two to four
-    // vectors a lane, a warp, 25 or 11 lanes per row).
+    // vectors a lane, a warp or 25 lanes per row; rows of 132 f32 and 40
+    // f64, whose whole vectors share a warp poorly, read ragged).
     let cases = [
         (DType::F32, [1 << 20, 4], None),
         (DType::F32, [600_000, 7], None),
@@ -1214,8 +1215,10 @@ fn ops_on_rows_spread_over_lanes() {
         );
     }
     let all: std::collections::BTreeSet<u32> = spread_lanes.values().flatten().copied().collect();
+    // (Rows of 33 vectors, which 11 lanes of 3 would share at 69% of a
+    // warp's loads, are read ragged: 9 lanes of at most 4.)
     assert!(
-        [2, 5, 11, 25, 32].iter().all(|l| all.contains(l)),
+        [2, 5, 9, 25, 32].iter().all(|l| all.contains(l)),
         "spread over lanes {all:?}"
     );
 }
