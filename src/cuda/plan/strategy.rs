@@ -86,7 +86,8 @@ pub const SHORT_ROWS_MAX_VECTORS_PER_LANE: u64 = 4;
 /// Fewer lanes fill a warp's lanes better, but spread each of its load
 /// instructions over more rows, hence more cache lines; the most lanes
 /// that waste at most a quarter of the loads keep each instruction's
-/// lines few.
+/// lines few. Rows of whole vectors whose lanes put less than this share
+/// on their rows are read ragged instead, where that puts more.
 pub const RAGGED_MIN_LOADS_USED_PERCENT: u64 = 75;
 
 /// The most staged partials one thread of a global reduce's last CTA may
