@@ -172,11 +172,11 @@ constexpr int kReservedRegisters = 12;
 // (our planner now counts a wave by the kernel's registers, but a wave of
 // 6 blocks keeps fewer bytes in flight than one of 8): f32 columns of 16384
 // and 65536 rows and NHWC channel statistics read at 75-83% of an H200's
-// read ceiling (docs/PERFORMANCE.md has them on a full SM). To fit, such a lane folds its loads into one set
-// of accumulators rather than vt0 (its loads are still all in flight before
-// any is reduced): with vt0 sets f32 sum spilled 12 bytes a thread, and
-// columns short enough that each lane reads them alone ran 7% slower than
-// at PyTorch's budget; with two sets bf16 amax still spilled 24. Wider
+// read ceiling (docs/PERFORMANCE.md has them on a full SM). To fit, such a
+// lane folds its loads into one set of accumulators rather than vt0 (its
+// loads are still all in flight before any is reduced): with vt0 sets f32
+// sum spilled 12 bytes a thread, and columns short enough that each lane
+// reads them alone ran 7% slower than at PyTorch's budget; with two sets bf16 amax still spilled 24. Wider
 // accumulators or inputs (f64, i64, index pairs, Welford state, integer
 // sums into i64) spilled 4 to 400 bytes even with one set, and keep
 // PyTorch's budget.

@@ -749,33 +749,38 @@ fn short_rows(iter: &TensorIterator, signature: &Signature, warp_size: u32) -> O
     // 74 1.40x; rows of 17 vectors (a warp of 17 lanes) 1.23x (f32 of 68)
     // and 1.29x (bf16 of 136); f32 rows of 132 (69% as whole vectors) and
     // f64 rows of 40 (62%) level.
+    let whole_used = whole.map(|w| loads_used_per_mille(&w, warp_size));
     if row_bytes > SCALAR_ROW_MAX_BYTES
-        && whole.is_none_or(|w| {
-            loads_used_per_mille(&w, warp_size) < RAGGED_MIN_LOADS_USED_PERCENT * 10
-        })
+        && whole_used.is_none_or(|used| used < RAGGED_MIN_LOADS_USED_PERCENT * 10)
     {
-        if let Some(r) = ragged() {
-            if whole.is_none_or(|w| {
-                loads_used_per_mille(&r, warp_size) > loads_used_per_mille(&w, warp_size)
-            }) {
-                return Some(r);
-            }
+        let uses_more =
+            |r: &ShortRows| whole_used.is_none_or(|used| loads_used_per_mille(r, warp_size) > used);
+        if let Some(r) = ragged().filter(uses_more) {
+            return Some(r);
         }
     }
     whole
 }
 
 /// Per mille of a warp's load slots that fall on its rows' inputs under
-/// `rows`: a warp of `lanes_per_row` lanes a row holds `warp /
-/// lanes_per_row` rows, each lane issuing `vectors_per_lane` loads, and a
-/// row needs `⌈row_len / row_vec_size⌉` of them (a ragged row's extra
-/// vector at its start or end counts as waste).
+/// `rows`, where a row needs `⌈row_len / row_vec_size⌉` loads (a ragged
+/// row's extra vector at its start or end counts as waste).
 fn loads_used_per_mille(rows: &ShortRows, warp_size: u32) -> u64 {
-    let lanes = u64::from(rows.lanes_per_row.max(1));
-    let needed = u64::from(rows.row_len.div_ceil(rows.row_vec_size.max(1)));
-    let slots = u64::from(warp_size) * u64::from(rows.vectors_per_lane());
-    (u64::from(warp_size) / lanes * needed * 1000)
-        .checked_div(slots)
+    warp_loads_used_per_mille(
+        rows.row_len.div_ceil(rows.row_vec_size.max(1)),
+        rows.lanes_per_row,
+        rows.vectors_per_lane(),
+        warp_size,
+    )
+}
+
+/// Per mille of a warp's load slots that carry one of a row's `needed`
+/// loads, when `lanes` lanes share each row and each issues `per_lane`
+/// loads: the warp holds `warp / lanes` rows, and its lanes issue `warp x
+/// per_lane` loads.
+fn warp_loads_used_per_mille(needed: u32, lanes: u32, per_lane: u32, warp_size: u32) -> u64 {
+    (u64::from(warp_size / lanes.max(1)) * u64::from(needed) * 1000)
+        .checked_div(u64::from(warp_size) * u64::from(per_lane))
         .unwrap_or(0)
 }
 
@@ -839,8 +844,7 @@ fn ragged_lanes(vectors: u32, warp_size: u32) -> Option<u32> {
         if lanes > warp_size {
             continue;
         }
-        let used = u64::from(warp_size / lanes) * u64::from(vectors) * 1000
-            / (u64::from(warp_size) * u64::from(per_lane));
+        let used = warp_loads_used_per_mille(vectors, lanes, per_lane, warp_size);
         if used >= RAGGED_MIN_LOADS_USED_PERCENT * 10 {
             return Some(lanes);
         }
