@@ -120,7 +120,11 @@ struct ReduceArgs {
   uint32_t accumulate;
   uint32_t final_output;
   uint32_t noutputs;
-  uint32_t reserved;
+  // Whether each lane's output_vec_size outputs lie end to end from an
+  // address aligned to all of them (the host's contiguous_output_vectors):
+  // then one offset is looked up instead of output_vec_size, and a final
+  // result is stored as one vector.
+  uint32_t contiguous_outputs;
 };
 
 // The ShortRows strategy's launch shape, each the host's constant of the
@@ -311,9 +315,11 @@ struct ReduceOp {
       index_t output_idx, Array<out_scalar_t*, output_vec_size>& out,
       Array<index_t, output_vec_size>& out_elem) const {
     Array<index_t, output_vec_size> offsets;
+    offsets[0] = args.output_calc.get(output_idx)[0];
 #pragma unroll
-    for (int i = 0; i < output_vec_size; i++) {
-      offsets[i] = args.output_calc.get(output_idx + i)[0];
+    for (int i = 1; i < output_vec_size; i++) {
+      offsets[i] = args.contiguous_outputs ? offsets[0] + (index_t)(i * sizeof(out_scalar_t))
+                                           : args.output_calc.get(output_idx + i)[0];
     }
     return output_slots_at<output_vec_size>(offsets, out, out_elem);
   }
@@ -848,10 +854,22 @@ struct ReduceOp {
         return;
       }
     }
+    if (output_vec_size > 1 && args.contiguous_outputs && live == output_vec_size) {
+      // One store, not output_vec_size: 2-byte outputs stored one by one
+      // 16 bytes apart left f16 columns of 2 at half the speed of a copy of
+      // the same bytes on an H200 (docs/PERFORMANCE.md).
+      aligned_vector<out_scalar_t, output_vec_size> results;
 #pragma unroll
-    for (int i = 0; i < output_vec_size; i++) {
-      if ((uint32_t)i < live) {
-        *out[i] = op.template project<out_scalar_t>(value[i]);
+      for (int i = 0; i < output_vec_size; i++) {
+        results.val[i] = op.template project<out_scalar_t>(value[i]);
+      }
+      *reinterpret_cast<aligned_vector<out_scalar_t, output_vec_size>*>(out[0]) = results;
+    } else {
+#pragma unroll
+      for (int i = 0; i < output_vec_size; i++) {
+        if ((uint32_t)i < live) {
+          *out[i] = op.template project<out_scalar_t>(value[i]);
+        }
       }
     }
     if constexpr (ops_t::noutputs == 2) {

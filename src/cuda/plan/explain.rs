@@ -2,6 +2,7 @@
 //! numbers behind each of `setReduceConfig`'s choices.
 
 use super::{config, Decisions, LaunchPlan, ReduceConfig, ReducePlan, ShortRows, Strategy};
+use crate::cuda::params::contiguous_output_vectors;
 use crate::iter::TensorIterator;
 use std::fmt::{self, Display, Formatter, Write as _};
 
@@ -235,6 +236,31 @@ fn write_launch(
         c.step_input,
         c.step_output
     )?;
+    if c.output_vec_size > 1 {
+        let it = &launch.iter;
+        let out_size = it.element_size(TensorIterator::OUTPUT);
+        // As the host decides it, for a storage base aligned to 256 bytes.
+        let one_store = contiguous_output_vectors(
+            it,
+            c.output_vec_size,
+            out_size,
+            it.data_offset(TensorIterator::OUTPUT),
+        );
+        if one_store {
+            writeln!(
+                f,
+                "  stores: a lane's {} outputs lie end to end: one {}-byte store",
+                c.output_vec_size,
+                c.output_vec_size as usize * out_size
+            )?;
+        } else {
+            writeln!(
+                f,
+                "  stores: a lane's {} outputs do not lie end to end from an aligned address: one store each",
+                c.output_vec_size
+            )?;
+        }
+    }
     if launch.pytorch_config.is_some() {
         writeln!(f, "  why (PyTorch's decisions, then ours):")?;
     } else {

@@ -22,6 +22,9 @@
 //! - the ShortRows strategy's map (`short_rows`): row groups of lanes,
 //!   rows a CTA pass apart, one aligned vector per lane and row (ragged
 //!   rows: the aligned vectors around each row, only its inputs counted);
+//! - where outputs are stored: where the host's `contiguous_output_vectors`
+//!   lets a lane store its outputs as one vector, each group must lie end to
+//!   end from an address aligned to the whole vector;
 //! - the global reduce's staging buffer: every storing thread of every CTA
 //!   writes `staging_memory_offset(blockIdx.y)`, and the last CTA of each
 //!   column reads the slots its threads stride over; each slot must be
@@ -33,6 +36,7 @@
 //! the storage base address, which is taken as 256-byte aligned.
 
 use super::LaunchPlan;
+use crate::cuda::params::contiguous_output_vectors;
 use crate::iter::TensorIterator;
 use std::collections::HashMap;
 
@@ -98,6 +102,26 @@ pub fn simulate_launch(
     if c.lanes_per_row != 0 {
         return short_rows_reads(launch, scalar_size, &mut visit);
     }
+    // The kernel's vector stores: the host's rule, with the storage base
+    // 256-byte aligned, must give groups that really lie end to end.
+    let out_size = it.element_size(TensorIterator::OUTPUT) as u64;
+    let contiguous_outputs = contiguous_output_vectors(it, ovs, out_size as usize, out_base);
+    let check_output_vector = |first: u32, output_at: &dyn Fn(u32) -> u64| {
+        let live = if c.ragged_columns {
+            ovs.min(c.num_outputs - first)
+        } else {
+            ovs
+        };
+        let start = output_at(first);
+        let linear = (0..live).all(|j| output_at(first + j) == start + u64::from(j) * out_size);
+        if linear && start % (u64::from(ovs) * out_size) == 0 {
+            Ok(())
+        } else {
+            Err(format!(
+                "outputs {first}.. are stored as one vector but do not lie end to end from an aligned address"
+            ))
+        }
+    };
     let [gx, gy, _] = launch.grid;
     let [bw, bh, _] = launch.block;
     for by in 0..gy {
@@ -119,6 +143,9 @@ pub fn simulate_launch(
                     let store_idx = c.output_idx(storer, block);
                     if store_idx >= c.num_outputs {
                         return Err(format!("thread {thread:?} of block {block:?} reads for an output group nobody stores"));
+                    }
+                    if contiguous_outputs {
+                        check_output_vector(store_idx, &output_at)?;
                     }
                     let slice = in_base
                         + offsets(it, nrd..ndim, u64::from(output_idx), TensorIterator::INPUT);
