@@ -180,10 +180,10 @@ constexpr int kReservedRegisters = 12;
 // lane folds its loads into one set of accumulators rather than vt0 (its
 // loads are still all in flight before any is reduced): with vt0 sets f32
 // sum spilled 12 bytes a thread, and columns short enough that each lane
-// reads them alone ran 7% slower than at PyTorch's budget; with two sets bf16 amax still spilled 24. Wider
-// accumulators or inputs (f64, i64, index pairs, Welford state, integer
-// sums into i64) spilled 4 to 400 bytes even with one set, and keep
-// PyTorch's budget.
+// reads them alone ran 7% slower than at PyTorch's budget; with two sets
+// bf16 amax still spilled 24. Wider accumulators or inputs (f64, i64, index
+// pairs, Welford state, integer sums into i64) spilled 4 to 400 bytes even
+// with one set, and keep PyTorch's budget.
 constexpr int kFullSmRegisters = 32;
 
 // The vector loads of `load_bytes` that fit beside `accumulator_bytes` in

@@ -347,6 +347,7 @@ pub(crate) fn layout_asserts() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cuda::plan::simulate::offsets;
 
     #[test]
     fn int_divider_matches_division() {
@@ -394,31 +395,17 @@ mod tests {
         }
     }
 
-    /// Byte offset of kept output `idx`, walked dim by dim.
-    fn output_offset(it: &TensorIterator, idx: usize) -> u64 {
-        let nr = it.num_reduce_dims();
-        let mut rem = idx;
-        let mut off = 0;
-        for (&n, &s) in it.shape()[nr..]
-            .iter()
-            .zip(&it.strides(TensorIterator::OUTPUT)[nr..])
-        {
-            off += (rem % n) as u64 * s.unsigned_abs();
-            rem /= n;
-        }
-        off
-    }
-
     /// Whether every lane's group of `vec` outputs lies end to end from an
     /// address aligned to the group: what the kernel's vector store needs.
     fn groups_lie_end_to_end(it: &TensorIterator, vec: usize, size: usize, dst: u64) -> bool {
-        let nr = it.num_reduce_dims();
-        let outputs: usize = it.shape()[nr..].iter().product();
+        let kept = it.num_reduce_dims()..it.ndim();
+        let output_offset = |o: usize| offsets(it, kept.clone(), o as u64, TensorIterator::OUTPUT);
+        let outputs = it.num_output_elements();
         (0..outputs).step_by(vec).all(|first| {
-            let start = dst + output_offset(it, first);
+            let start = dst + output_offset(first);
             start % (vec * size) as u64 == 0
                 && (first..outputs.min(first + vec))
-                    .all(|o| dst + output_offset(it, o) == start + ((o - first) * size) as u64)
+                    .all(|o| dst + output_offset(o) == start + ((o - first) * size) as u64)
         })
     }
 

@@ -51,7 +51,12 @@ pub struct Visit {
 
 /// PyTorch's `OffsetCalculator` over `dims` of `iter`, for `args`: the byte
 /// offsets of linear index `idx`, dim `dims.start` fastest.
-fn offsets(iter: &TensorIterator, dims: std::ops::Range<usize>, idx: u64, arg: usize) -> u64 {
+pub(crate) fn offsets(
+    iter: &TensorIterator,
+    dims: std::ops::Range<usize>,
+    idx: u64,
+    arg: usize,
+) -> u64 {
     let mut rem = idx;
     let mut off = 0u64;
     for d in dims {
