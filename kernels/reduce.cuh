@@ -542,6 +542,125 @@ struct ReduceOp {
   static constexpr int kWidestRowVector =
       input_vec_size < (int)(16 / sizeof(scalar_t)) ? input_vec_size : (int)(16 / sizeof(scalar_t));
 
+  // ShortRows' packed rows (ShortRows::rows_per_vector on the host): rows
+  // shorter than the widest load, end to end from a base aligned to it, P
+  // to a load. A lane takes groups of P consecutive rows (the launch's
+  // output vector), rows_per_thread of them a CTA pass apart, issues every
+  // group's load before reducing any, reduces each row from registers in
+  // index order, and stores the group's results together: one vector store
+  // where the host found them end to end (contiguous_outputs). A lane per
+  // row with one narrow load each issued four times the load and store
+  // instructions for the same bytes. A group cut short by the last row
+  // reads its rows input by input, so no load runs past the rows.
+  __device__ __forceinline__ void run_packed_rows() const {
+    switch (config().output_vec_size) {
+      case 2:
+        return packed_rows<2>();
+      case 4:
+        return packed_rows<4>();
+      case 8:
+        return packed_rows<8>();
+    }
+  }
+
+  // (The planner packs P = kWidestRowVector / row length rows, by the same
+  // widest-load rule, so no other P reaches a launch.)
+  template <int P>
+  __device__ __forceinline__ void packed_rows() const {
+    if constexpr (kWidestRowVector % P == 0 && kWidestRowVector / P >= 2) {
+      using load_t = aligned_vector<scalar_t, kWidestRowVector>;
+      const ReduceConfig& config = this->config();
+      const index_t in_stride = args.output_calc.strides_[0][1];  // a row's bytes
+      const uint32_t first_group = blockIdx.x * config.step_output * config.rows_per_thread + threadIdx.y * warpSize + threadIdx.x;
+      load_t values[kMaxRowsPerThread];
+      bool whole[kMaxRowsPerThread];
+      // The one group of the launch that the last row cuts short, if it
+      // is this thread's: its first row, else num_outputs.
+      index_t cut_short = config.num_outputs;
+#pragma unroll
+      for (int r = 0; r < kMaxRowsPerThread; r++) {
+        // In 64 bits: the groups of a last, partial pass may run past
+        // num_outputs by more than a 32-bit count holds.
+        const uint64_t first = (uint64_t)(first_group + r * config.step_output) * P;
+        const bool live = r < (int)config.rows_per_thread && first < config.num_outputs;
+        whole[r] = live && first + P <= config.num_outputs;
+        if (whole[r]) {
+          values[r] = *reinterpret_cast<const load_t*>(args.src + (index_t)first * in_stride);
+        } else if (live) {
+          cut_short = (index_t)first;
+        }
+      }
+      // Every group reduced before any is stored: the stores' addresses
+      // and branches then hold no register that a load in flight needs.
+      Array<arg_t, P> results[kMaxRowsPerThread];
+#pragma unroll
+      for (int r = 0; r < kMaxRowsPerThread; r++) {
+        if (whole[r]) {
+          results[r] = reduce_packed_rows<P>(values[r]);
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < kMaxRowsPerThread; r++) {
+        if (whole[r]) {
+          store_packed_rows<P>(results[r], (first_group + r * config.step_output) * P, P);
+        }
+      }
+      if (cut_short < config.num_outputs) {
+        // Kept out of the unrolled slots above, whose registers the rows'
+        // scalar reads would otherwise share (they spilled).
+        const uint32_t live = config.num_outputs - cut_short;
+        load_t rows;
+#pragma unroll
+        for (int j = 0; j < P; j++) {
+          // Rows past the last repeat it: reduced, never stored.
+          const scalar_t* row = reinterpret_cast<const scalar_t*>(
+              args.src + (cut_short + min((uint32_t)j, live - 1)) * in_stride);
+#pragma unroll
+          for (int i = 0; i < kWidestRowVector / P; i++) {
+            rows.val[j * (kWidestRowVector / P) + i] = row[i];
+          }
+        }
+        store_packed_rows<P>(reduce_packed_rows<P>(rows), cut_short, live);
+      }
+    }
+  }
+
+  // The results of the P rows of `rows`, each kWidestRowVector / P inputs
+  // reduced in index order.
+  template <int P>
+  __device__ __forceinline__ Array<arg_t, P> reduce_packed_rows(
+      const aligned_vector<scalar_t, kWidestRowVector>& rows) const {
+    constexpr int L = kWidestRowVector / P;
+    const ops_t op = ops();
+    Array<arg_t, P> results;
+#pragma unroll
+    for (int j = 0; j < P; j++) {
+      arg_t acc = ident();
+#pragma unroll
+      for (int i = 0; i < L; i++) {
+        acc = op.reduce(acc, rows.val[j * L + i], (int64_t)i);
+      }
+      results[j] = acc;
+    }
+    return results;
+  }
+
+  // Stores the first `live` of `results`, rows `first` on.
+  template <int P>
+  __device__ __forceinline__ void store_packed_rows(const Array<arg_t, P>& results, index_t first,
+                                                    uint32_t live) const {
+    const index_t out_stride = args.output_calc.strides_[0][0];
+    Array<index_t, P> offsets;
+#pragma unroll
+    for (int j = 0; j < P; j++) {
+      offsets[j] = (first + j) * out_stride;
+    }
+    Array<out_scalar_t*, P> out;
+    Array<index_t, P> out_elem;
+    Array<arg_t, P>* acc = output_slots_at<P>(offsets, out, out_elem);
+    store_output<P>(results, acc, out, out_elem, live);
+  }
+
   // The inputs before row `r` in the first of the widest aligned vectors
   // that hold it: from the address's low bits alone (32-bit arithmetic
   // keeps the loads' registers free).
@@ -1379,6 +1498,15 @@ __global__ void __launch_bounds__(nt, (reduce_kernel_min_blocks_per_sm<nt, outpu
 template <typename R, bool one_dim>
 __global__ void __launch_bounds__(kShortRowsThreads, kShortRowsMinBlocksPerSm) short_rows_kernel(R reduction) {
   reduction.template run_short_rows<one_dim>();
+}
+
+// The ShortRows strategy's packed rows (ReduceOp::run_packed_rows), under
+// short_rows_kernel's budget but an entry of their own: in the same
+// kernel their paths made ptxas spill more of every path's registers (f32
+// sum's short_rows_kernel went from 4 to 52 bytes of spill stores).
+template <typename R>
+__global__ void __launch_bounds__(kShortRowsThreads, kShortRowsMinBlocksPerSm) packed_rows_kernel(R reduction) {
+  reduction.run_packed_rows();
 }
 
 }  // namespace tr

@@ -1223,6 +1223,84 @@ fn ops_on_rows_spread_over_lanes() {
     );
 }
 
+/// Every op on rows shorter than a lane's load, several rows a load
+/// (`packed_rows_kernel`): rows of 2, 4 and 8 of each dtype that such rows
+/// fit, with rows for 8 groups a thread, a partial last CTA and a last
+/// group of rows cut short; also a view that starts a load in (a base
+/// offset the plan still packs from) and one that starts a row in (which
+/// it must not). Against the CPU as in [`ops_on_every_path`], and twice on
+/// the GPU, bit for bit.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn ops_on_packed_rows() {
+    let Some((dev, props)) = gpu("ops_on_packed_rows") else {
+        return;
+    };
+    let full = tensor_reduce::cuda::plan::SHORT_ROWS_MAX_ROWS_PER_THREAD as usize;
+    let wave = (props.sm_count * tensor_reduce::cuda::plan::SHORT_ROWS_MIN_BLOCKS_PER_SM) as usize;
+    // (op, dtype, rows a load) of every packed plan run.
+    let mut packed = std::collections::BTreeSet::new();
+    for dt in [
+        DType::F16,
+        DType::BF16,
+        DType::F32,
+        DType::U8,
+        DType::Bool,
+        DType::I32,
+    ] {
+        for row_len in [2usize, 4, 8] {
+            if row_len * dt.size_in_bytes() >= 16 {
+                continue;
+            }
+            // A pass of rows for the widest packing of this row: sum's.
+            let probe = Tensor::zeros(&[4096, row_len], dt, Device::Cpu).unwrap();
+            let plan = probe.explain(ReduceOp::Sum, &[-1], false, &props).unwrap();
+            let c = plan.launches[0].config;
+            let pass = c.step_output as usize * c.output_vec_size as usize;
+            let rows = wave * pass * full + pass / 2 + 3;
+            let x = ints(&[rows, row_len], dt, 70 + row_len as u64);
+            let xg_base = x.to_device(dev).unwrap();
+            let group = c.output_vec_size as usize;
+            for (view, from) in [("whole", 0), ("a load in", group), ("a row in", 1)] {
+                let xc = x.narrow(0, from, rows - from).unwrap();
+                let xg = xg_base.narrow(0, from, rows - from).unwrap();
+                for op in ReduceOp::ALL {
+                    if op.output_dtype(dt, None).is_err() {
+                        continue;
+                    }
+                    let plan = xg.explain(op, &[-1], false, &props).unwrap();
+                    let l = &plan.launches[0];
+                    if l.config.lanes_per_row != 0 && l.config.output_vec_size > 1 {
+                        assert_ne!(view, "a row in", "{op} {dt} rows of {row_len}");
+                        packed.insert((op.to_string(), dt.to_string(), l.config.output_vec_size));
+                    }
+                    let what = format!("{op} {dt} rows of {row_len}, {view}");
+                    assert_gpu_matches_cpu(op, &xc, &xg, &[-1], &what);
+                }
+            }
+        }
+    }
+    // Each kind of accumulator took the packed plan: sums, min/max values,
+    // index pairs (and max's two outputs), logic, norms and
+    // logsumexp's state. (Ops whose loads are 4 inputs wide pack f16 rows
+    // of 2 two a load; Welford's loads of 2 hold no two rows.)
+    for (op, dt, rows) in [
+        ("sum", "f16", 4),
+        ("sum", "f32", 2),
+        ("amax", "bf16", 2),
+        ("argmax", "f16", 2),
+        ("max", "i32", 2),
+        ("any", "bool", 2),
+        ("norm2", "f16", 2),
+        ("logsumexp", "f16", 2),
+    ] {
+        assert!(
+            packed.contains(&(op.to_string(), dt.to_string(), rows)),
+            "{op} {dt} not packed {rows} a load: {packed:?}"
+        );
+    }
+}
+
 /// A base shape, the view of it to reduce, and the dims.
 type OpsCase = (Vec<usize>, fn(&Tensor) -> Tensor, Vec<isize>);
 

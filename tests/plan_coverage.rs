@@ -280,10 +280,13 @@ fn the_short_rows_generator_reaches_every_load_width() {
     // 48 u8, which only 4-byte vectors fit; and ragged rows, read as the
     // vectors around them: 37 f32 packed, 127 f64 one element in, 33 f16
     // three elements in, and 148 f32, aligned whole vectors (37) that no
-    // lane count shares well.
+    // lane count shares well; and packed rows, several a load: 2 f16, 4
+    // bf16 16 bytes in, 2 f32 16 bytes in and 4 u8 (sum's u8 loads are
+    // 4 wide: one row a load, not packed).
     let mut seen = std::collections::BTreeSet::new();
     let mut staged = 0;
     let mut ragged = 0;
+    let mut packed = std::collections::BTreeSet::new();
     let mut vectors_per_lane = std::collections::BTreeSet::new();
     let tiny = DeviceProps {
         sm_count: 1,
@@ -309,6 +312,10 @@ fn the_short_rows_generator_reaches_every_load_width() {
         (127, 1, DType::F64),
         (33, 3, DType::F16),
         (148, 0, DType::F32),
+        (2, 0, DType::F16),
+        (4, 8, DType::BF16),
+        (2, 4, DType::F32),
+        (4, 0, DType::U8),
     ] {
         let l = Layout {
             shape: vec![1, 700, row_len],
@@ -321,7 +328,11 @@ fn the_short_rows_generator_reaches_every_load_width() {
         assert_ne!(c.lanes_per_row, 0, "{l:?} {dtype} should take short rows");
         assert!(c.rows_per_thread > 1, "{c:?}");
         seen.insert(c.row_vec_size);
-        if c.ragged_rows {
+        if c.output_vec_size > 1 {
+            // Packed rows, several a lane's load (700 rows: the last group
+            // of rows is short, read input by input).
+            packed.insert((row_len, c.output_vec_size));
+        } else if c.ragged_rows {
             ragged += 1;
         } else {
             vectors_per_lane.insert(c.num_inputs / (c.lanes_per_row * c.row_vec_size));
@@ -335,6 +346,10 @@ fn the_short_rows_generator_reaches_every_load_width() {
         assert!(vectors_per_lane.contains(&v), "{vectors_per_lane:?}");
     }
     assert_eq!((staged, ragged), (4, 4));
+    assert_eq!(
+        packed.into_iter().collect::<Vec<_>>(),
+        [(2, 2), (2, 4), (4, 2)]
+    );
 }
 
 /// Channel statistics, `(N, C, H, W)` over `(0, 2, 3)`, of a base with

@@ -268,7 +268,7 @@ pub(crate) fn reduce(
 /// that would fault rather than trust it blindly.
 fn check_alignment(args: &ReduceArgs, l: &LaunchPlan, input: DType) -> Result<()> {
     let c = &l.config;
-    if !c.vectorize_input && c.output_vec_size > 1 {
+    if !c.vectorize_input && c.output_vec_size > 1 && c.lanes_per_row == 0 {
         let align = c.output_vec_size as u64 * input.size_in_bytes() as u64;
         // Ragged columns align each lane's loads down from its inputs,
         // which stays inside the allocation where its base is aligned.
@@ -294,7 +294,11 @@ fn check_alignment(args: &ReduceArgs, l: &LaunchPlan, input: DType) -> Result<()
         } else {
             args.src
         };
-        if loads_from % align != 0 || c.output_vec_size != 1 {
+        // Packed rows: a lane's output vector is the rows of its one load.
+        let packed = c.output_vec_size > 1
+            && c.lanes_per_row == 1
+            && c.num_inputs.checked_mul(c.output_vec_size) == Some(c.row_vec_size);
+        if loads_from % align != 0 || (c.output_vec_size != 1 && !packed) {
             return Err(Error::Unsupported(format!(
                 "plan loads rows {} inputs at a time but the input address is only {}-byte aligned",
                 c.row_vec_size,

@@ -31,17 +31,16 @@ pub fn output_vec_sizes(sig: &Signature) -> &'static [u32] {
 /// `reduce_kernel` for each of [`output_vec_sizes`], then the ShortRows
 /// strategy's `short_rows_kernel` for rows found by one stride and for rows
 /// looked up (`LaunchPlan::rows_by_one_stride`), then the RaggedColumns
-/// strategy's `reduce_kernel` ([`ragged_columns_name_expression`]).
+/// strategy's `reduce_kernel` ([`ragged_columns_name_expression`]), then
+/// ShortRows' `packed_rows_kernel` (several rows a load).
 pub fn name_expressions(sig: &Signature) -> Vec<String> {
+    let op = reduce_op_type(sig);
     output_vec_sizes(sig)
         .iter()
         .map(|&v| name_expression(sig, v))
-        .chain(
-            [true, false].map(|one_dim| {
-                format!("tr::short_rows_kernel<{}, {one_dim} >", reduce_op_type(sig))
-            }),
-        )
+        .chain([true, false].map(|one_dim| format!("tr::short_rows_kernel<{op}, {one_dim} >")))
         .chain(std::iter::once(ragged_columns_name_expression(sig)))
+        .chain(std::iter::once(format!("tr::packed_rows_kernel<{op} >")))
         .collect()
 }
 
@@ -277,10 +276,11 @@ pub(crate) struct LoadedKernel {
 }
 
 impl LoadedKernel {
-    /// The kernel that runs `launch`: a `short_rows_kernel` for the
-    /// ShortRows strategy (by [`LaunchPlan::rows_by_one_stride`]), the
-    /// ragged `reduce_kernel` for RaggedColumns, else the `reduce_kernel` of
-    /// its output vector size.
+    /// The kernel that runs `launch`: for the ShortRows strategy the
+    /// `packed_rows_kernel` where a lane's load holds several rows (its
+    /// output vector), else a `short_rows_kernel` (by
+    /// [`LaunchPlan::rows_by_one_stride`]); the ragged `reduce_kernel` for
+    /// RaggedColumns; else the `reduce_kernel` of its output vector size.
     ///
     /// [`LaunchPlan::rows_by_one_stride`]: crate::cuda::plan::LaunchPlan::rows_by_one_stride
     pub(crate) fn function(
@@ -289,7 +289,9 @@ impl LoadedKernel {
     ) -> Result<&cudarc::driver::CudaFunction> {
         let config = &launch.config;
         let short_rows = self.output_vec_sizes.len();
-        let index = if config.lanes_per_row != 0 {
+        let index = if config.lanes_per_row != 0 && config.output_vec_size > 1 {
+            Some(short_rows + 3)
+        } else if config.lanes_per_row != 0 {
             Some(short_rows + usize::from(!launch.rows_by_one_stride()))
         } else if config.ragged_columns {
             // The module's widest kernel, the only output_vec_size the

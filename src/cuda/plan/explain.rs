@@ -110,6 +110,7 @@ fn write_launch(
     let [gx, gy, gz] = launch.grid;
     let [bx, by, bz] = launch.block;
     let kernel = match launch.strategy {
+        Strategy::ShortRows(rows) if rows.rows_per_vector > 1 => "packed_rows_kernel".to_string(),
         Strategy::ShortRows(_) => {
             format!("short_rows_kernel<one_dim={}>", launch.rows_by_one_stride())
         }
@@ -236,31 +237,7 @@ fn write_launch(
         c.step_input,
         c.step_output
     )?;
-    if c.output_vec_size > 1 {
-        let it = &launch.iter;
-        let out_size = it.element_size(TensorIterator::OUTPUT);
-        // As the host decides it, for a storage base aligned to 256 bytes.
-        let one_store = contiguous_output_vectors(
-            it,
-            c.output_vec_size,
-            out_size,
-            it.data_offset(TensorIterator::OUTPUT),
-        );
-        if one_store {
-            writeln!(
-                f,
-                "  stores: a lane's {} outputs lie end to end: one {}-byte store",
-                c.output_vec_size,
-                c.output_vec_size as usize * out_size
-            )?;
-        } else {
-            writeln!(
-                f,
-                "  stores: a lane's {} outputs do not lie end to end from an aligned address: one store each",
-                c.output_vec_size
-            )?;
-        }
-    }
+    write_stores(f, launch)?;
     if launch.pytorch_config.is_some() {
         writeln!(f, "  why (PyTorch's decisions, then ours):")?;
     } else {
@@ -411,6 +388,38 @@ fn lane_combine(lanes: u32, rows_per_thread: u32) -> String {
     }
 }
 
+/// How a lane of `launch` stores its output vector: as one vector where
+/// the host's rule finds the outputs end to end (for a storage base
+/// aligned to 256 bytes), else one output at a time.
+fn write_stores(f: &mut Formatter<'_>, launch: &LaunchPlan) -> fmt::Result {
+    let c = &launch.config;
+    if c.output_vec_size <= 1 {
+        return Ok(());
+    }
+    let it = &launch.iter;
+    let out_size = it.element_size(TensorIterator::OUTPUT);
+    let one_store = contiguous_output_vectors(
+        it,
+        c.output_vec_size,
+        out_size,
+        it.data_offset(TensorIterator::OUTPUT),
+    );
+    if one_store {
+        writeln!(
+            f,
+            "  stores: a lane's {} outputs lie end to end: one {}-byte store",
+            c.output_vec_size,
+            c.output_vec_size as usize * out_size
+        )
+    } else {
+        writeln!(
+            f,
+            "  stores: a lane's {} outputs do not lie end to end from an aligned address: one store each",
+            c.output_vec_size
+        )
+    }
+}
+
 /// A [`Strategy::ShortRows`] launch: who reads what, and why not PyTorch's
 /// plan.
 fn write_short_rows(
@@ -424,7 +433,17 @@ fn write_short_rows(
     let load_bytes = rows.row_vec_size as usize * scalar.size_in_bytes();
     let rows_per_warp = c.block_width / rows.lanes_per_row;
     let vectors = rows.vectors_per_lane();
-    if c.stage_rows {
+    let packed = rows.rows_per_vector;
+    if packed > 1 {
+        writeln!(
+            f,
+            "  lanes (block.x = {}): {packed} whole rows of {} inputs per {}-input load ({load_bytes} B), reduced in registers, their results stored together; {} neighbouring rows per warp",
+            c.block_width,
+            rows.row_len,
+            rows.row_vec_size,
+            c.block_width * packed
+        )?;
+    } else if c.stage_rows {
         writeln!(
             f,
             "  lanes (block.x = {}): 1 per row, reducing its {} inputs from shared memory; {rows_per_warp} neighbouring rows per warp",
@@ -446,9 +465,14 @@ fn write_short_rows(
             if vectors == 1 { "once".to_string() } else { format!("{vectors} times") }
         )?;
     }
+    let rows_word = if packed > 1 {
+        format!("groups of {packed} rows")
+    } else {
+        "rows".to_string()
+    };
     writeln!(
         f,
-        "  warps (block.y = {}): take separate rows, {} rows per CTA pass; each thread takes {} rows a pass apart, all loads issued before any is reduced",
+        "  warps (block.y = {}): take separate rows, {} {rows_word} per CTA pass; each thread takes {} {rows_word} a pass apart, all loads issued before any is reduced",
         c.block_height, c.step_output, c.rows_per_thread
     )?;
     writeln!(
@@ -467,6 +491,7 @@ fn write_short_rows(
             "no shared memory".to_string()
         }
     )?;
+    write_stores(f, launch)?;
     writeln!(f, "  why:")?;
     if launch.rows_by_one_stride() {
         writeln!(
@@ -479,7 +504,13 @@ fn write_short_rows(
             "    - the kept dims do not coalesce into one: each of a thread's rows is looked up once through the output OffsetCalculator"
         )?;
     }
-    if rows.ragged {
+    if packed > 1 {
+        writeln!(
+            f,
+            "    - the only reduced dim is contiguous with {} inputs, which divide the widest load ({} inputs: 16 B or the op's {}), and the rows lie end to end from a base aligned to it in one kept dim whose outputs lie end to end too: a lane reads {packed} rows with one load and stores their {packed} results together (a lane per row took {packed} times the load and store instructions for the same bytes); the last group of rows, if short, is read input by input",
+            rows.row_len, rows.row_vec_size, c.input_vec_size
+        )?;
+    } else if rows.ragged {
         writeln!(
             f,
             "    - the only reduced dim is contiguous with {} inputs ({} B, over {} B) that no {}-input load fits (the row's length or its start) or whose whole loads no lane count shares as well across a warp, and the rows are not staged: each row is read as the aligned {}-input vectors around it, at most {}, its inputs picked out by index (a row ending within a vector of the input allocation's end is read input by input); {} lanes x {vectors} loads, the lane count (of those with at most {} loads each) that uses the most of a warp's loads",
@@ -537,7 +568,7 @@ fn write_short_rows(
     }
     writeln!(
         f,
-        "    - {} rows per thread: the most (≤ {}) that still leaves a full wave of {} blocks on {} SMs{}",
+        "    - {} {rows_word} per thread: the most (≤ {}) that still leaves a full wave of {} blocks on {} SMs{}",
         c.rows_per_thread,
         super::SHORT_ROWS_MAX_ROWS_PER_THREAD,
         super::strategy::short_rows_full_wave(&plan.props, c.num_threads),

@@ -21,7 +21,8 @@
 //!   of an output vector to output `output_idx + j`;
 //! - the ShortRows strategy's map (`short_rows`): row groups of lanes,
 //!   rows a CTA pass apart, one aligned vector per lane and row (ragged
-//!   rows: the aligned vectors around each row, only its inputs counted);
+//!   rows: the aligned vectors around each row, only its inputs counted;
+//!   packed rows: one aligned vector per lane and group of rows);
 //! - where outputs are stored: where the host's `contiguous_output_vectors`
 //!   lets a lane store its outputs as one vector, each group must lie end to
 //!   end from an address aligned to the whole vector;
@@ -224,11 +225,8 @@ fn short_rows_reads(
     let c = &launch.config;
     let it = &launch.iter;
     let nrd = it.num_reduce_dims();
-    if c.output_vec_size != 1
-        || nrd != 1
-        || it.strides(TensorIterator::INPUT)[0] as u64 != scalar_size
-    {
-        return Err("short rows need output_vec_size 1 and one contiguous reduced dim".into());
+    if nrd != 1 || it.strides(TensorIterator::INPUT)[0] as u64 != scalar_size {
+        return Err("short rows need one contiguous reduced dim".into());
     }
     let threads: u32 = launch.block.iter().map(|&b| b.max(1)).product();
     if threads > super::SHORT_ROWS_THREADS {
@@ -244,6 +242,9 @@ fn short_rows_reads(
             c.rows_per_thread,
             super::SHORT_ROWS_MAX_ROWS_PER_THREAD
         ));
+    }
+    if c.output_vec_size > 1 {
+        return packed_rows_reads(launch, scalar_size, visit);
     }
     let (lanes, width) = (c.lanes_per_row, u64::from(c.row_vec_size));
     let vectors = if c.ragged_rows {
@@ -375,6 +376,97 @@ fn short_rows_reads(
                                 output,
                                 input: load + i * scalar_size,
                             });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `short_rows_packed`'s reads: lane `tx` of warp `ty` takes groups of
+/// `output_vec_size` consecutive rows, `rows_per_thread` of them a CTA pass
+/// (`step_output` groups) apart, and reads a whole group as one
+/// `row_vec_size`-input load from its first row's start, which must be
+/// aligned to it: input `k` of the load feeds row `k / num_inputs` of the
+/// group, so the visits land on the rows' inputs only if the rows really
+/// lie end to end. A group cut short by the last row reads each of its rows
+/// input by input. Where the host's `contiguous_output_vectors` lets the
+/// lane store its group as one vector, the group's outputs must lie end to
+/// end from an address aligned to all of them.
+fn packed_rows_reads(
+    launch: &LaunchPlan,
+    scalar_size: u64,
+    visit: &mut impl FnMut(Visit),
+) -> Result<(), String> {
+    let c = &launch.config;
+    let it = &launch.iter;
+    let (rows, width) = (c.output_vec_size, c.row_vec_size);
+    if c.lanes_per_row != 1
+        || c.stage_rows
+        || c.ragged_rows
+        || it.ndim() != 2
+        || c.num_inputs.checked_mul(rows) != Some(width)
+    {
+        return Err(format!(
+            "packed rows of {} inputs, {rows} a {width}-input load, need one kept dim and a lane per load",
+            c.num_inputs
+        ));
+    }
+    let in_base = it.data_offset(TensorIterator::INPUT);
+    let out_base = it.data_offset(TensorIterator::OUTPUT);
+    let out_size = it.element_size(TensorIterator::OUTPUT) as u64;
+    let one_store = contiguous_output_vectors(it, rows, out_size as usize, out_base);
+    let row_at = |row: u64, arg| offsets(it, 1..2, row, arg);
+    let load_bytes = u64::from(width) * scalar_size;
+    for bx in 0..launch.grid[0] {
+        for ty in 0..launch.block[1] {
+            for tx in 0..launch.block[0] {
+                for r in 0..c.rows_per_thread {
+                    let group = u64::from(
+                        bx * c.step_output * c.rows_per_thread
+                            + ty * launch.block[0]
+                            + tx
+                            + r * c.step_output,
+                    );
+                    let first = group * u64::from(rows);
+                    if first >= u64::from(c.num_outputs) {
+                        continue;
+                    }
+                    let live = (u64::from(c.num_outputs) - first).min(u64::from(rows));
+                    let output = |j: u64| out_base + row_at(first + j, TensorIterator::OUTPUT);
+                    if one_store
+                        && live == u64::from(rows)
+                        && ((0..live).any(|j| output(j) != output(0) + j * out_size)
+                            || output(0) % (u64::from(rows) * out_size) != 0)
+                    {
+                        return Err(format!(
+                            "rows {first}.. are stored as one vector but their outputs do not lie end to end from an aligned address"
+                        ));
+                    }
+                    let start = in_base + row_at(first, TensorIterator::INPUT);
+                    if live == u64::from(rows) {
+                        if start % load_bytes != 0 {
+                            return Err(format!(
+                                "rows {first}..: a {width}-input load at byte {start} is misaligned"
+                            ));
+                        }
+                        for k in 0..u64::from(width) {
+                            visit(Visit {
+                                output: output(k / u64::from(c.num_inputs)),
+                                input: start + k * scalar_size,
+                            });
+                        }
+                    } else {
+                        for j in 0..live {
+                            let row_start = in_base + row_at(first + j, TensorIterator::INPUT);
+                            for i in 0..u64::from(c.num_inputs) {
+                                visit(Visit {
+                                    output: output(j),
+                                    input: row_start + i * scalar_size,
+                                });
+                            }
                         }
                     }
                 }

@@ -221,6 +221,7 @@ fn short_rows_share_warps_and_keep_loads_in_flight() {
             lanes_per_row,
             staged: false,
             ragged: false,
+            rows_per_vector: 1,
         })
     };
     let ragged = |row_len, row_vec_size, lanes_per_row| {
@@ -230,6 +231,7 @@ fn short_rows_share_warps_and_keep_loads_in_flight() {
             lanes_per_row,
             staged: false,
             ragged: true,
+            rows_per_vector: 1,
         })
     };
     let staged = |row_len| {
@@ -239,6 +241,7 @@ fn short_rows_share_warps_and_keep_loads_in_flight() {
             lanes_per_row: 1,
             staged: true,
             ragged: false,
+            rows_per_vector: 1,
         })
     };
     assert_eq!(l.strategy, rows(16, 4, 4));
@@ -404,6 +407,81 @@ fn short_rows_find_rows_by_one_stride_where_the_kept_dims_coalesce() {
         p.to_string().contains("short_rows_kernel<one_dim=false>"),
         "{p}"
     );
+}
+
+#[test]
+fn rows_shorter_than_a_load_are_packed_several_a_lane() {
+    let launch = |shape: &[usize], strides: &[isize], offset, dtype| {
+        only(&plan(shape, strides, offset, &[shape.len() - 1], dtype)).clone()
+    };
+    let packed = |l: &LaunchPlan| match l.strategy {
+        Strategy::ShortRows(r) => r.rows_per_vector,
+        _ => 0,
+    };
+    // Rows that divide a 16-byte load (or the op's narrower one), end to
+    // end from an aligned base: f16 rows of 2 are 4 a load, of 4 two; f32
+    // rows of 2 two; u8 rows of 2, 4 and 8 (sum's u8 loads are 4 wide: 2
+    // and 1); the lane's rows are its output vector. 2^20 rows of 2 f16:
+    // 4 a lane, 256 lanes a block and 8 groups a thread -> 2^20 / (4 x 256
+    // x 8) = 128 blocks, short of a 528-block wave, so 1 group a thread
+    // and 1024 blocks.
+    let l = launch(&[1 << 20, 2], &[2, 1], 0, DType::F16);
+    assert_eq!(packed(&l), 4);
+    let c = &l.config;
+    assert_eq!(
+        (c.output_vec_size, c.row_vec_size, c.lanes_per_row),
+        (4, 8, 1)
+    );
+    assert_eq!((c.rows_per_thread, l.grid), (1, [1024, 1, 1]));
+    for (shape, offset, dtype, rows) in [
+        (vec![1usize << 24, 2], 0usize, DType::F16, 4),
+        (vec![1 << 24, 4], 0, DType::BF16, 2),
+        (vec![1 << 24, 2], 0, DType::F32, 2),
+        (vec![1000, 2], 8, DType::F16, 4),
+        (vec![1001, 2], 0, DType::F16, 4),
+        (vec![64, 300, 2], 0, DType::F32, 2),
+        (vec![1000, 2], 0, DType::U8, 2),
+    ] {
+        let l = launch(&shape, &contiguous(&shape), offset, dtype);
+        assert_eq!(packed(&l), rows, "{dtype} {shape:?} +{offset}");
+        assert_eq!(l.config.output_vec_size, rows);
+    }
+    assert_eq!(
+        launch(&[1 << 24, 2], &[2, 1], 0, DType::F16)
+            .config
+            .rows_per_thread,
+        8
+    );
+    // Not packed: a base one row off a load (f16 rows of 2 from element 2),
+    // a gap between rows, kept dims that do not coalesce (a narrowed middle
+    // dim) or run against memory order (a transposed view), rows of 3, of a
+    // whole load (4 f32) or longer, and rows of 1, which are no rows.
+    for (shape, strides, offset, dtype) in [
+        (vec![1000usize, 2], vec![2isize, 1], 2usize, DType::F16),
+        (vec![1000, 2], vec![3, 1], 0, DType::F16),
+        (vec![8, 300, 2], vec![800, 2, 1], 0, DType::F32),
+        (vec![30, 40, 2], vec![2, 60, 1], 0, DType::F32),
+        (vec![1000, 3], vec![3, 1], 0, DType::F16),
+        (vec![1000, 4], vec![4, 1], 0, DType::F32),
+        (vec![1000, 16], vec![16, 1], 0, DType::F16),
+    ] {
+        let l = launch(&shape, &strides, offset, dtype);
+        assert!(
+            packed(&l) <= 1,
+            "{dtype} {shape:?} {strides:?} +{offset}: {:?}",
+            l.strategy
+        );
+        assert_eq!(l.config.output_vec_size, 1);
+    }
+    // explain names the kernel and how a lane stores its rows.
+    let text = plan(&[1 << 20, 2], &[2, 1], 0, &[1], DType::F16).to_string();
+    for says in [
+        "packed_rows_kernel",
+        "4 whole rows of 2 inputs per 8-input load (16 B)",
+        "stores: a lane's 4 outputs lie end to end: one 8-byte store",
+    ] {
+        assert!(text.contains(says), "{says}: {text}");
+    }
 }
 
 #[test]
