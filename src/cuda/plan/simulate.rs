@@ -385,7 +385,7 @@ fn short_rows_reads(
     Ok(())
 }
 
-/// `short_rows_packed`'s reads: lane `tx` of warp `ty` takes groups of
+/// `packed_rows`' reads (`packed_rows_kernel`): lane `tx` of warp `ty` takes groups of
 /// `output_vec_size` consecutive rows, `rows_per_thread` of them a CTA pass
 /// (`step_output` groups) apart, and reads a whole group as one
 /// `row_vec_size`-input load from its first row's start, which must be

@@ -56,8 +56,8 @@ pub const SCALAR_ROW_MAX_BYTES: u64 = 32;
 /// rows of 2 f32, f16 and bf16 ran 1.3-1.7x slower than in an earlier
 /// H200 sweep (CuPy's times level across the two); rows that divide a
 /// load are packed several a load instead ([`ShortRows::rows_per_vector`]).
-/// 64 bytes keeps two
-/// rows a thread in a block's stage ([`SHORT_ROWS_STAGE_BYTES`]).
+/// 64 bytes keeps two rows a thread in a block's stage
+/// ([`SHORT_ROWS_STAGE_BYTES`]).
 pub const STAGED_ROW_MAX_BYTES: u64 = 64;
 
 /// Shared memory a block of [`Strategy::ShortRows`] may stage packed
@@ -305,13 +305,14 @@ pub struct ShortRows {
     /// `output_vec_size`, one vector where they lie end to end). A lane per
     /// row with one 4-byte load each left f16 rows of 2 at 41% of the read
     /// ceiling on an H200; packed four a load they ran 1.54x faster (bf16
-    /// 1.66x, amax of f16 2.07x, argmax 1.33x, f32 rows of 2 1.07x).
+    /// 1.66x, amax of f16 2.08x, argmax 1.33x, f32 rows of 2 1.07x).
     pub rows_per_vector: u32,
 }
 
 impl ShortRows {
     /// Vectors each lane loads from its row: at most that many under
-    /// [`ShortRows::ragged`], where a row's vectors depend on its start.
+    /// [`ShortRows::ragged`], where a row's vectors depend on its start;
+    /// one for packed rows, whose one load holds several.
     pub fn vectors_per_lane(&self) -> u32 {
         if self.rows_per_vector > 1 {
             1
@@ -814,9 +815,10 @@ fn warp_loads_used_per_mille(needed: u32, lanes: u32, per_lane: u32, warp_size: 
 /// [`ShortRows::rows_per_vector`] for rows of `row_len` inputs of `scalar`
 /// bytes, where a load of the `widest` inputs holds whole rows: the rows
 /// divide it and lie end to end from a base aligned to it, in one kept dim
-/// (the kernel finds them by one stride), whose outputs lie end to end too
-/// (a lane's results are consecutive outputs, whatever the accumulator
-/// buffer of a split launch holds). `None` for every other row.
+/// (the kernel finds them by one stride), whose outputs lie end to end too:
+/// a split launch's accumulation buffer, which mirrors the output's layout,
+/// holds a lane's results as one vector only where they are consecutive.
+/// `None` for every other row.
 fn rows_per_vector(iter: &TensorIterator, row_len: u64, widest: u64, scalar: u64) -> Option<u32> {
     let nrd = iter.num_reduce_dims();
     let out_size = iter.element_size(TensorIterator::OUTPUT) as i64;

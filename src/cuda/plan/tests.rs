@@ -420,8 +420,9 @@ fn rows_shorter_than_a_load_are_packed_several_a_lane() {
     };
     // Rows that divide a 16-byte load (or the op's narrower one), end to
     // end from an aligned base: f16 rows of 2 are 4 a load, of 4 two; f32
-    // rows of 2 two; u8 rows of 2, 4 and 8 (sum's u8 loads are 4 wide: 2
-    // and 1); the lane's rows are its output vector. 2^20 rows of 2 f16:
+    // rows of 2 two; u8 rows of 2 two (sum's u8 loads are 4 wide); also
+    // from a base a load in, with a short last group, and over kept dims
+    // that coalesce. The lane's rows are its output vector. 2^20 rows of 2 f16:
     // 4 a lane, 256 lanes a block and 8 groups a thread -> 2^20 / (4 x 256
     // x 8) = 128 blocks, short of a 528-block wave, so 1 group a thread
     // and 1024 blocks.
