@@ -16,6 +16,15 @@
 //! kernel: a kernel's file does not change when another kernel is added.
 //! (A change to a kernel's template parameters renames its file.) A module
 //! takes a few seconds to compile, so name the ops and dtypes you need.
+//!
+//! With `--ptxas-info` it writes nothing and prints instead what ptxas
+//! reports for each kernel's machine code (registers, stack frame, spill
+//! stores and loads), the first thing to look at when a kernel change
+//! slows paths it did not touch:
+//!
+//! ```text
+//! cargo run --release --example kernel_ptx -- --ptxas-info --op argmax --dtype f16
+//! ```
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -24,9 +33,10 @@ use tensor_reduce::reduce::ReduceOp;
 use tensor_reduce::DType;
 
 const USAGE: &str = "\
-usage: kernel_ptx --out DIR [--op NAME]... [--dtype NAME]... [--arch MAJOR.MINOR]
+usage: kernel_ptx (--out DIR | --ptxas-info) [--op NAME]... [--dtype NAME]... [--arch MAJOR.MINOR]
 
   --out    folder to write into (created)
+  --ptxas-info  print ptxas's registers and spills per kernel (sm_MAJOR.MINOR) instead
   --op     an op by name, as the explain example takes it (default: every op)
   --dtype  input dtype: f16 bf16 f32 f64 i32 i64 u8 bool (default: every dtype)
   --arch   virtual architecture of the PTX (default 9.0, the GPU machine's)";
@@ -46,8 +56,13 @@ fn run(args: Vec<String>) -> Result<(), String> {
     let mut ops: Vec<ReduceOp> = Vec::new();
     let mut dtypes: Vec<DType> = Vec::new();
     let mut arch = (9, 0);
+    let mut ptxas_info = false;
     let mut it = args.iter();
     while let Some(flag) = it.next() {
+        if flag == "--ptxas-info" {
+            ptxas_info = true;
+            continue;
+        }
         let value = it
             .next()
             .ok_or_else(|| format!("{flag} needs a value"))?
@@ -65,7 +80,11 @@ fn run(args: Vec<String>) -> Result<(), String> {
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
-    let out = out.ok_or("--out is required")?;
+    let out = match (out, ptxas_info) {
+        (Some(out), false) => Some(out),
+        (None, true) => None,
+        _ => return Err("give one of --out and --ptxas-info".into()),
+    };
     if ops.is_empty() {
         ops = ReduceOp::ALL.to_vec();
     }
@@ -76,10 +95,22 @@ fn run(args: Vec<String>) -> Result<(), String> {
                 continue;
             }
             let label = kernel::label(&sig);
+            modules += 1;
+            let Some(out) = &out else {
+                println!("{label}");
+                for (kernel, info) in
+                    kernel::ptxas_info(&sig, arch).map_err(|e| format!("{label}: {e}"))?
+                {
+                    println!("  {kernel}");
+                    for line in info.lines() {
+                        println!("    {line}");
+                    }
+                }
+                continue;
+            };
             let compiled = kernel::compile_ptx(&sig, arch).map_err(|e| format!("{label}: {e}"))?;
             write_module(&out.join(&label), &compiled.ptx).map_err(|e| format!("{label}: {e}"))?;
             eprintln!("{label}: {} kernels", compiled.lowered_names.len());
-            modules += 1;
         }
     }
     if modules == 0 {

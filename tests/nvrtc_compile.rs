@@ -157,3 +157,25 @@ fn disk_cache_serves_hits_and_recompiles_corrupt_entries() {
     assert_eq!(again.lowered_names, first.lowered_names);
     assert_eq!(&again.cubin[..4], b"\x7fELF");
 }
+
+/// ptxas's report reaches every kernel of a module, and the kernel that
+/// packs short rows several a load spills nothing: it is an entry of its
+/// own because inside `short_rows_kernel` its paths made ptxas spill.
+#[test]
+#[ignore = "needs libnvrtc (scripts/install-nvrtc.sh)"]
+fn ptxas_reports_each_kernel_and_packed_rows_spill_nothing() {
+    require_nvrtc("ptxas_reports_each_kernel_and_packed_rows_spill_nothing");
+    let sig = ReduceOp::Sum
+        .signature(DType::F16, Some(DType::F16))
+        .unwrap();
+    let report = kernel::ptxas_info(&sig, (9, 0)).unwrap();
+    assert_eq!(report.len(), kernel::name_expressions(&sig).len());
+    for (kernel, info) in &report {
+        assert!(info.contains("registers"), "{kernel}: {info:?}");
+    }
+    let (_, packed) = report
+        .iter()
+        .find(|(k, _)| k.contains("packed_rows_kernel"))
+        .expect("the module holds packed_rows_kernel");
+    assert!(packed.contains(" 0 bytes spill stores"), "{packed}");
+}

@@ -42,6 +42,9 @@ fn require_nvrtc() -> Result<()> {
 pub(crate) struct Compiled {
     pub image: Vec<u8>,
     pub lowered_names: Vec<String>,
+    /// The program log: warnings, and with `--ptxas-options=-v` ptxas's
+    /// registers and spills per kernel.
+    pub log: String,
 }
 
 /// What a compile produces: machine code for a real architecture
@@ -99,16 +102,17 @@ pub(crate) fn compile(
             .map_err(|e| nvrtc_err(program_name, "nvrtcAddNameExpression", e))?;
     }
     // SAFETY: live program; options are converted to C strings by cudarc.
-    if let Err(e) = unsafe { result::compile_program(prog.0, options) } {
-        // SAFETY: live program.
-        let log = unsafe { result::get_program_log(prog.0) }
-            .map(|raw| {
-                // SAFETY: NVRTC returns a NUL-terminated log.
-                unsafe { CStr::from_ptr(raw.as_ptr()) }
-                    .to_string_lossy()
-                    .into_owned()
-            })
-            .unwrap_or_default();
+    let compiled = unsafe { result::compile_program(prog.0, options) };
+    // SAFETY: live program.
+    let log = unsafe { result::get_program_log(prog.0) }
+        .map(|raw| {
+            // SAFETY: NVRTC returns a NUL-terminated log.
+            unsafe { CStr::from_ptr(raw.as_ptr()) }
+                .to_string_lossy()
+                .into_owned()
+        })
+        .unwrap_or_default();
+    if let Err(e) = compiled {
         return Err(Error::Compile {
             kernel: program_name.to_string(),
             log: format!("{e:?} with options {options:?}:\n{log}"),
@@ -152,5 +156,6 @@ pub(crate) fn compile(
     Ok(Compiled {
         image: bytes,
         lowered_names,
+        log,
     })
 }

@@ -178,6 +178,7 @@ pub fn compile_ptx(sig: &Signature, arch: (u32, u32)) -> Result<CompiledPtx> {
     let Compiled {
         image,
         lowered_names,
+        ..
     } = nvrtc::compile(
         &label(sig),
         &source(),
@@ -191,6 +192,54 @@ pub fn compile_ptx(sig: &Signature, arch: (u32, u32)) -> Result<CompiledPtx> {
             .to_string(),
         lowered_names,
     })
+}
+
+/// What ptxas reports for each kernel of `sig`'s module on `arch`
+/// (registers, stack frame, spill stores and loads), as
+/// (name expression, ptxas's lines for it) in [`name_expressions`]' order:
+/// machine code compiled with `--ptxas-options=-v`, bypassing the disk
+/// cache. Spills cost bandwidth the way a kernel's paths share registers,
+/// and this shows them without a GPU.
+pub fn ptxas_info(sig: &Signature, arch: (u32, u32)) -> Result<Vec<(String, String)>> {
+    validate(sig)?;
+    let mut options = options(arch);
+    options.push("--ptxas-options=-v".into());
+    let exprs = name_expressions(sig);
+    let compiled = nvrtc::compile(
+        &label(sig),
+        &source(),
+        &options,
+        &exprs,
+        nvrtc::Image::Cubin,
+    )?;
+    // ptxas's lines for a kernel follow its "Compiling entry function
+    // '<mangled name>'" line, up to the next such line.
+    let mut by_name = std::collections::HashMap::<&str, String>::new();
+    let mut current: Option<&str> = None;
+    for line in compiled.log.lines() {
+        if line.contains("Compiling entry function") {
+            current = compiled
+                .lowered_names
+                .iter()
+                .find(|n| line.contains(&format!("'{n}'")))
+                .map(String::as_str);
+        } else if let Some(name) = current {
+            if line.contains("registers") || line.contains("spill") {
+                let lines = by_name.entry(name).or_default();
+                lines.push_str(
+                    line.trim_start_matches("ptxas")
+                        .trim_start_matches([' ', '.'])
+                        .trim_start_matches("info    : "),
+                );
+                lines.push('\n');
+            }
+        }
+    }
+    Ok(exprs
+        .into_iter()
+        .zip(&compiled.lowered_names)
+        .map(|(expr, name)| (expr, by_name.remove(name.as_str()).unwrap_or_default()))
+        .collect())
 }
 
 /// A module compiled to PTX ([`compile_ptx`]).
@@ -222,6 +271,7 @@ pub fn compile(sig: &Signature, arch: (u32, u32)) -> Result<CompiledKernel> {
     let Compiled {
         image,
         lowered_names,
+        ..
     } = nvrtc::compile(&label(sig), &source, &options, &exprs, nvrtc::Image::Cubin)?;
     let compiled = CompiledKernel {
         cubin: image,
