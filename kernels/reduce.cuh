@@ -273,7 +273,8 @@ struct ReduceOp {
     const ReduceConfig& config = this->config();
     index_t output_idx = config.template output_idx<output_vec_size>();
     index_t input_idx = config.input_idx();
-    index_t base_offsets1 = args.output_calc.get(output_idx)[1];
+    const Array<index_t, 2> base_offsets = args.output_calc.get(output_idx);
+    index_t base_offsets1 = base_offsets[1];
 
     using arg_vec_t = Array<arg_t, output_vec_size>;
     arg_vec_t value;
@@ -296,7 +297,18 @@ struct ReduceOp {
 
     Array<out_scalar_t*, output_vec_size> out;
     Array<index_t, output_vec_size> out_elem;
-    arg_vec_t* acc = output_slots<output_vec_size>(output_idx, out, out_elem);
+    // Lanes of several outputs keep the output offset from the first
+    // lookup: their threads are short, and a second lookup (a divmod chain
+    // per kept dim) after the loads is latency their life is made of. Lanes
+    // of one output look it up again: holding it through the loads made
+    // the 512-thread kernel (32 registers) spill.
+    index_t first_output;
+    if constexpr (output_vec_size > 1) {
+      first_output = base_offsets[0];
+    } else {
+      first_output = args.output_calc.get(output_idx)[0];
+    }
+    arg_vec_t* acc = output_slots<output_vec_size>(output_idx, first_output, out, out_elem);
 
     const uint32_t live = config.template live_outputs<output_vec_size, ragged_columns>(output_idx);
     if (config.should_global_reduce()) {
@@ -306,20 +318,29 @@ struct ReduceOp {
     }
   }
 
-  // Where outputs output_idx .. output_idx + output_vec_size go: their
-  // pointers, their element positions (where a second output, same layout
-  // in its own element size, is written too), and their accumulation-buffer
-  // slot when the host passed one (nullptr otherwise).
+  // Where outputs output_idx .. output_idx + output_vec_size go (the
+  // first at byte offset `first`): their pointers, their element positions
+  // (where a second output, same layout in its own element size, is
+  // written too), and their accumulation-buffer slot when the host passed
+  // one (nullptr otherwise). The contiguous test is outside the loop: inside
+  // it, ptxas kept a branch per output (8 in a row for lanes of 8, about a
+  // tenth of the stall samples of f16 columns of 2 under ncu).
   template <int output_vec_size>
   __device__ __forceinline__ Array<arg_t, output_vec_size>* output_slots(
-      index_t output_idx, Array<out_scalar_t*, output_vec_size>& out,
+      index_t output_idx, index_t first, Array<out_scalar_t*, output_vec_size>& out,
       Array<index_t, output_vec_size>& out_elem) const {
     Array<index_t, output_vec_size> offsets;
-    offsets[0] = args.output_calc.get(output_idx)[0];
+    offsets[0] = first;
+    if (args.contiguous_outputs) {
 #pragma unroll
-    for (int i = 1; i < output_vec_size; i++) {
-      offsets[i] = args.contiguous_outputs ? offsets[0] + (index_t)(i * sizeof(out_scalar_t))
-                                           : args.output_calc.get(output_idx + i)[0];
+      for (int i = 1; i < output_vec_size; i++) {
+        offsets[i] = first + (index_t)(i * sizeof(out_scalar_t));
+      }
+    } else {
+#pragma unroll
+      for (int i = 1; i < output_vec_size; i++) {
+        offsets[i] = args.output_calc.get(output_idx + i)[0];
+      }
     }
     return output_slots_at<output_vec_size>(offsets, out, out_elem);
   }
