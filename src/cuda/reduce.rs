@@ -295,7 +295,7 @@ fn check_alignment(args: &ReduceArgs, l: &LaunchPlan, input: DType) -> Result<()
             args.src
         };
         // Packed rows: a lane's output vector is the rows of its one load.
-        let packed = c.output_vec_size > 1
+        let packed = c.packed_rows()
             && c.lanes_per_row == 1
             && c.num_inputs.checked_mul(c.output_vec_size) == Some(c.row_vec_size);
         if loads_from % align != 0 || (c.output_vec_size != 1 && !packed) {

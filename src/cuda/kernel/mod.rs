@@ -339,7 +339,7 @@ impl LoadedKernel {
     ) -> Result<&cudarc::driver::CudaFunction> {
         let config = &launch.config;
         let short_rows = self.output_vec_sizes.len();
-        let index = if config.lanes_per_row != 0 && config.output_vec_size > 1 {
+        let index = if config.packed_rows() {
             Some(short_rows + 3)
         } else if config.lanes_per_row != 0 {
             Some(short_rows + usize::from(!launch.rows_by_one_stride()))

@@ -178,6 +178,17 @@ impl ReduceConfig {
         self.input_mult[CTA] != 0
     }
 
+    /// Whether [`Strategy::ShortRows`] reads several whole rows with a
+    /// lane's one load ([`ShortRows::rows_per_vector`] > 1): the lane's
+    /// `output_vec_size` outputs are those rows' results, and
+    /// `packed_rows_kernel` runs the launch.
+    ///
+    /// [`Strategy::ShortRows`]: super::Strategy::ShortRows
+    /// [`ShortRows::rows_per_vector`]: super::ShortRows::rows_per_vector
+    pub fn packed_rows(&self) -> bool {
+        self.lanes_per_row != 0 && self.output_vec_size > 1
+    }
+
     /// `should_store(output_idx)`: the one thread of each reduction group
     /// that writes the result.
     pub fn should_store(&self, output_idx: u32, thread_idx: [u32; 3]) -> bool {

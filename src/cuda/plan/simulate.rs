@@ -243,7 +243,7 @@ fn short_rows_reads(
             super::SHORT_ROWS_MAX_ROWS_PER_THREAD
         ));
     }
-    if c.output_vec_size > 1 {
+    if c.packed_rows() {
         return packed_rows_reads(launch, scalar_size, visit);
     }
     let (lanes, width) = (c.lanes_per_row, u64::from(c.row_vec_size));
