@@ -87,7 +87,8 @@ def main():
             for threads, groups, half in CONFIGS:
                 kernel = module.get_function(f"columns<{groups},{rows},{t},{v}>")
                 grid = (n // v + threads * groups - 1) // (threads * groups)
-                # Leave room for 1024 threads an SM (less 1 KiB a block the driver keeps).
+                # Half: each block's shared memory (and the 1 KiB the driver keeps a
+                # block) is the SM's 228 KiB over 1024 / threads blocks.
                 smem = 228 * 1024 // (1024 // threads) - 1100 if half else 0
                 if smem > 48 * 1024:
                     kernel.max_dynamic_shared_size_bytes = smem
