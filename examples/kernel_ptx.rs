@@ -17,6 +17,11 @@
 //! (A change to a kernel's template parameters renames its file.) A module
 //! takes a few seconds to compile, so name the ops and dtypes you need.
 //!
+//! With `--module` each module is instead one file, `LABEL.ptx`, its PTX
+//! whole, as `ptxas` takes it: `ptxas -arch=sm_90 LABEL.ptx -o m.cubin &&
+//! nvdisasm -c m.cubin` shows the machine code of every kernel (the CUDA
+//! toolkit's tools, not needed otherwise).
+//!
 //! With `--ptxas-info` it writes nothing and prints instead what ptxas
 //! reports for each kernel's machine code (registers, stack frame, spill
 //! stores and loads), the first thing to look at when a kernel change
@@ -33,9 +38,10 @@ use tensor_reduce::reduce::ReduceOp;
 use tensor_reduce::DType;
 
 const USAGE: &str = "\
-usage: kernel_ptx (--out DIR | --ptxas-info) [--op NAME]... [--dtype NAME]... [--arch MAJOR.MINOR]
+usage: kernel_ptx (--out DIR [--module] | --ptxas-info) [--op NAME]... [--dtype NAME]... [--arch MAJOR.MINOR]
 
   --out    folder to write into (created)
+  --module  write each module's PTX whole, one file a module
   --ptxas-info  print ptxas's registers and spills per kernel (sm_MAJOR.MINOR) instead
   --op     an op by name, as the explain example takes it (default: every op)
   --dtype  input dtype: f16 bf16 f32 f64 i32 i64 u8 bool (default: every dtype)
@@ -57,10 +63,15 @@ fn run(args: Vec<String>) -> Result<(), String> {
     let mut dtypes: Vec<DType> = Vec::new();
     let mut arch = (9, 0);
     let mut ptxas_info = false;
+    let mut whole_modules = false;
     let mut it = args.iter();
     while let Some(flag) = it.next() {
         if flag == "--ptxas-info" {
             ptxas_info = true;
+            continue;
+        }
+        if flag == "--module" {
+            whole_modules = true;
             continue;
         }
         let value = it
@@ -85,6 +96,9 @@ fn run(args: Vec<String>) -> Result<(), String> {
         (None, true) => None,
         _ => return Err("give one of --out and --ptxas-info".into()),
     };
+    if whole_modules && out.is_none() {
+        return Err("--module goes with --out".into());
+    }
     if ops.is_empty() {
         ops = ReduceOp::ALL.to_vec();
     }
@@ -109,7 +123,13 @@ fn run(args: Vec<String>) -> Result<(), String> {
                 continue;
             };
             let compiled = kernel::compile_ptx(&sig, arch).map_err(|e| format!("{label}: {e}"))?;
-            write_module(&out.join(&label), &compiled.ptx).map_err(|e| format!("{label}: {e}"))?;
+            if whole_modules {
+                std::fs::create_dir_all(out)
+                    .and_then(|()| std::fs::write(out.join(format!("{label}.ptx")), &compiled.ptx))
+            } else {
+                write_module(&out.join(&label), &compiled.ptx)
+            }
+            .map_err(|e| format!("{label}: {e}"))?;
             eprintln!("{label}: {} kernels", compiled.lowered_names.len());
         }
     }

@@ -53,24 +53,49 @@ struct OffsetCalculator {
   index_t strides_[TR_MAX_DIMS][NARGS];
 
   __device__ __forceinline__ Array<index_t, NARGS> get(index_t linear_idx) const {
-    Array<index_t, NARGS> offsets;
-#pragma unroll
-    for (int arg = 0; arg < NARGS; arg++) {
-      offsets[arg] = 0;
-    }
+    Array<index_t, NARGS> offsets = zero_offsets();
 #pragma unroll
     for (int dim = 0; dim < TR_MAX_DIMS; ++dim) {
       if (dim == dims) {
         break;
       }
-      DivMod<index_t> divmod = sizes_[dim].divmod(linear_idx);
-      linear_idx = divmod.div;
-#pragma unroll
-      for (int arg = 0; arg < NARGS; arg++) {
-        offsets[arg] += divmod.mod * strides_[dim][arg];
-      }
+      add_dim(dim, linear_idx, offsets);
     }
     return offsets;
+  }
+
+  // get() as a loop over the dims, for lookups inside a thread's load loop:
+  // unrolled over TR_MAX_DIMS, ptxas hoists every dim's divisor and stride
+  // into uniform registers at the kernel's entry (about 60 constant loads
+  // a thread, issued whatever path the thread takes), which on short
+  // columns cost a fifth of the thread's instructions.
+  __device__ __forceinline__ Array<index_t, NARGS> get_rolled(index_t linear_idx) const {
+    Array<index_t, NARGS> offsets = zero_offsets();
+#pragma unroll 1
+    for (int dim = 0; dim < dims; ++dim) {
+      add_dim(dim, linear_idx, offsets);
+    }
+    return offsets;
+  }
+
+ private:
+  __device__ __forceinline__ static Array<index_t, NARGS> zero_offsets() {
+    Array<index_t, NARGS> offsets;
+#pragma unroll
+    for (int arg = 0; arg < NARGS; arg++) {
+      offsets[arg] = 0;
+    }
+    return offsets;
+  }
+
+  // Peels dim `dim`'s index off `linear_idx` and adds its offsets.
+  __device__ __forceinline__ void add_dim(int dim, index_t& linear_idx, Array<index_t, NARGS>& offsets) const {
+    DivMod<index_t> divmod = sizes_[dim].divmod(linear_idx);
+    linear_idx = divmod.div;
+#pragma unroll
+    for (int arg = 0; arg < NARGS; arg++) {
+      offsets[arg] += divmod.mod * strides_[dim][arg];
+    }
   }
 };
 

@@ -1060,8 +1060,18 @@ struct ReduceOp {
     } else if (args.input_calc.dims == 1) {
       return thread_reduce_impl<output_vec_size>(data, [&](index_t idx) { return idx * element_stride; });
     } else {
-      return thread_reduce_impl<output_vec_size>(
-          data, [&](index_t idx) { return args.input_calc.get(idx)[0] / (index_t)sizeof(scalar_t); });
+      // Lanes of several outputs (columns) make a few loads each, so their
+      // prologue is much of their life: their lookups are get_rolled, whose
+      // divisors ptxas does not hoist onto every thread's path. Lanes of one
+      // output keep PyTorch's unrolled get: their prologue is spread over a
+      // row, and the 512-thread kernel (32 registers) spilled with the loop.
+      return thread_reduce_impl<output_vec_size>(data, [&](index_t idx) {
+        if constexpr (output_vec_size > 1) {
+          return args.input_calc.get_rolled(idx)[0] / (index_t)sizeof(scalar_t);
+        } else {
+          return args.input_calc.get(idx)[0] / (index_t)sizeof(scalar_t);
+        }
+      });
     }
   }
 
