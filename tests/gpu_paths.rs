@@ -721,6 +721,35 @@ fn output_vectorized_columns() {
     check(&x, |t| t.narrow(1, 1, 64).unwrap(), &[0], DType::F32, dev);
 }
 
+/// Lanes of several outputs whose inputs lie over two reduced dims that do
+/// not coalesce (a narrowed middle dim): their lookups take the kernel's
+/// N-d input path, a loop over the dims.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn output_vectorized_columns_over_several_reduced_dims() {
+    let Some((dev, _)) = gpu("output_vectorized_columns_over_several_reduced_dims") else {
+        return;
+    };
+    // (base shape, the middle dim narrowed to this many, reduced dims)
+    let cases: [(&[usize], usize, &[isize]); 3] = [
+        (&[9, 7, 256], 6, &[0, 1]),
+        (&[3, 5, 4, 128], 3, &[0, 1, 2]),
+        (&[2, 3, 64], 2, &[0, 1]),
+    ];
+    for dt in [DType::F32, DType::F16, DType::F64, DType::I64, DType::U8] {
+        for (i, &(shape, kept, dims)) in cases.iter().enumerate() {
+            let x = ints(shape, dt, 200 + i as u64);
+            let out = ReduceOp::Sum.output_dtype(dt, None).unwrap();
+            let l = check(&x, |t| t.narrow(1, 0, kept).unwrap(), dims, out, dev);
+            assert!(
+                any_launch(&l, |l| l.config.output_vec_size > 1
+                    && l.iter.num_reduce_dims() > 1),
+                "{dt} {shape:?} narrowed over {dims:?}: expected vector lanes over several reduced dims, plan {l:?}"
+            );
+        }
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA device"]
 fn warp_split_block_y_reduce() {
