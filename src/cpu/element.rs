@@ -574,6 +574,32 @@ fn fold_rows_by_leaf<T: CpuElement, W: Compute, R: ReduceOps<W>>(
                     c(c(c(l0, l1), c(l2, l3)), c(c(l4, l5), c(l6, l7)));
                 o.copy_from_slice(&rows);
             }
+        } else if stride == N && one_value {
+            // Longer rows end to end (16): each row folds into its lanes
+            // along the row, as a leaf does, and then SIDE_BY_SIDE rows'
+            // lanes combine side by side, one vector operation across rows
+            // a step: the combine was most of such a row's work, one row's
+            // 8 lanes at a time. The same lanes and the same tree as
+            // `fold_leaf`, so the same bits.
+            done = out.len() / SIDE_BY_SIDE * SIDE_BY_SIDE;
+            for (g, o) in out[..done].chunks_exact_mut(SIDE_BY_SIDE).enumerate() {
+                let xg = &x[g * SIDE_BY_SIDE * N..(g + 1) * SIDE_BY_SIDE * N];
+                prefetch.ahead(xg);
+                let mut by_row = [[op.identity(); 8]; SIDE_BY_SIDE];
+                for (r, lanes) in by_row.iter_mut().enumerate() {
+                    accumulate_lanes(&xg[r * N..(r + 1) * N], 0, op, lanes, conv);
+                }
+                let lane =
+                    |j: usize| -> [R::Acc; SIDE_BY_SIDE] { std::array::from_fn(|r| by_row[r][j]) };
+                let c = |a: [R::Acc; SIDE_BY_SIDE], b: [R::Acc; SIDE_BY_SIDE]| {
+                    std::array::from_fn(|r| op.combine(a[r], b[r]))
+                };
+                let rows: [R::Acc; SIDE_BY_SIDE] = c(
+                    c(c(lane(0), lane(1)), c(lane(2), lane(3))),
+                    c(c(lane(4), lane(5)), c(lane(6), lane(7))),
+                );
+                o.copy_from_slice(&rows);
+            }
         }
         for (i, o) in out.iter_mut().enumerate().skip(done) {
             let row: &[T; N] = x[i * stride..i * stride + N].try_into().expect("rows of N");

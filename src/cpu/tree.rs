@@ -1129,8 +1129,8 @@ mod tests {
             SumOps,
             |a, b| a.to_bits() == b.to_bits(),
         );
-        // Signed zeros, and NaNs through a comparison: rows of up to 8
-        // fold several rows at once, which must not change either.
+        // Signed zeros, and NaNs through a comparison: short rows end to
+        // end fold several rows at once, which must not change either.
         let zeros_and_nans = |i: usize| match i % 9 {
             0 => -0.0,
             4 if i % 7 == 0 => f32::NAN,
