@@ -656,14 +656,19 @@ fn fold_leaves<W: Compute, R: ReduceOps<W>>(
     }
 }
 
-/// Combines 8 lanes pairwise: ((0+1)+(2+3))+((4+5)+(6+7)).
+/// The pairwise tree over 8 lanes, ((0+1)+(2+3))+((4+5)+(6+7)), with `c`
+/// combining two of whatever a lane holds: one row's state, or a state of
+/// each of several rows side by side.
+#[inline(always)]
+fn lane_tree<L>(l: [L; 8], c: impl Fn(L, L) -> L) -> L {
+    let [l0, l1, l2, l3, l4, l5, l6, l7] = l;
+    c(c(c(l0, l1), c(l2, l3)), c(c(l4, l5), c(l6, l7)))
+}
+
+/// Combines one row's 8 lanes ([`lane_tree`]).
 #[inline(always)]
 pub(super) fn combine_lanes<W: Compute, R: ReduceOps<W>>(op: &R, l: &[R::Acc; 8]) -> R::Acc {
-    let c = |a, b| op.combine(a, b);
-    c(
-        c(c(l[0], l[1]), c(l[2], l[3])),
-        c(c(l[4], l[5]), c(l[6], l[7])),
-    )
+    lane_tree(*l, |a, b| op.combine(a, b))
 }
 
 /// [`combine_lanes`] for `S` rows side by side: `l[j][r]` is lane `j` of
@@ -673,9 +678,9 @@ fn combine_lanes_across<W: Compute, R: ReduceOps<W>, const S: usize>(
     op: &R,
     l: [[R::Acc; S]; 8],
 ) -> [R::Acc; S] {
-    let c = |a: [R::Acc; S], b: [R::Acc; S]| std::array::from_fn(|r| op.combine(a[r], b[r]));
-    let [l0, l1, l2, l3, l4, l5, l6, l7] = l;
-    c(c(c(l0, l1), c(l2, l3)), c(c(l4, l5), c(l6, l7)))
+    lane_tree(l, |a: [R::Acc; S], b: [R::Acc; S]| {
+        std::array::from_fn(|r| op.combine(a[r], b[r]))
+    })
 }
 
 /// One leaf of the pairwise tree over a whole row (reduce indices from 0):
