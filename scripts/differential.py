@@ -21,6 +21,9 @@ came from and compares:
   of what was reduced, or at least as close as torch's to the same op in
   float64 (torch's own order of accumulation is not the truth either: its
   CPU adds a general norm's terms one by one in float32, ours pairwise).
+  For a float64 input that op would be torch's own result, so sums, means
+  and moments are then measured against math.fsum's correctly rounded sums
+  instead (exact_moments).
 
 Four differences are decided rather than compared. A float cast to an integer
 dtype out of the integer's range is undefined behaviour in torch (its CPU
@@ -267,6 +270,34 @@ def closer_to_reference(got, want, ref, output, i):
     return math.isfinite(r) and abs(got - r) <= abs(want - r)
 
 
+EXACT_OPS = ("sum", "mean", "var", "std", "var_mean", "std_mean")
+
+
+def exact_moments(rows, op, correction=None):
+    """The outputs of `op` (one of EXACT_OPS) over each row of finite
+    floats, from math.fsum's correctly rounded sums: the sum, the mean, and
+    the variance as the fsum of squared deviations from that mean over
+    n - correction; var_mean and std_mean give [var or std, mean]. A list
+    of flat lists (one per output), or None where a row is empty or n -
+    correction is not positive (torch's NaN or inf decides there)."""
+    sums, means, variances = [], [], []
+    for row in rows:
+        n = len(row)
+        if n == 0:
+            return None
+        s = math.fsum(row)
+        sums.append(s)
+        means.append(s / n)
+        if op in ("var", "std", "var_mean", "std_mean"):
+            if n - correction <= 0:
+                return None
+            m = s / n
+            variances.append(math.fsum((v - m) ** 2 for v in row) / (n - correction))
+    spread = [math.sqrt(v) for v in variances] if op.startswith("std") else variances
+    return {"sum": [sums], "mean": [means], "var": [spread], "std": [spread],
+            "var_mean": [spread, means], "std_mean": [spread, means]}[op]
+
+
 def beats_cpu_16bit_product(got, ref, output, i, dtype, rel):
     """Whether `got` is right where torch's CPU gave a 16-bit product +-inf
     or NaN: equal to the float64 product `ref[output][i]` rounded to `dtype`
@@ -394,11 +425,31 @@ def check(args):
                 rel *= math.sqrt(max(reduced, 1)) / p
         return rel
 
+    def exact_reference(x, c):
+        """exact_moments for a float64 input of a finite case, each output
+        flat in torch's order (kept dims in order), or None."""
+        a = c["args"]
+        if c["op"] not in EXACT_OPS or x.dtype != torch.float64 or a.get("dtype") not in (None, "f64"):
+            return None
+        x = x.detach().to("cpu")
+        if not bool(torch.isfinite(x).all()):
+            return None
+        nd, dims = x.dim(), a.get("dims")
+        reduced = sorted({d % nd for d in dims}) if dims and nd else list(range(nd))
+        kept = [d for d in range(nd) if d not in reduced]
+        length = math.prod(x.shape[d] for d in reduced)
+        rows = x.permute(kept + reduced).reshape(-1, length) if nd else x.reshape(1, 1)
+        return exact_moments(rows.tolist(), c["op"], a.get("correction"))
+
     def reference(x, c):
         """The same op on the input in float64 (after the `dtype=` cast,
         which torch applies to each element first), as flat lists per
-        output, or None where it cannot be had."""
+        output, or None where it cannot be had. For a float64 input, sums,
+        means and moments come from exact_reference instead."""
         a = c["args"]
+        exact = exact_reference(x, c)
+        if exact is not None:
+            return exact
         try:
             if a.get("dtype"):
                 x = x.to(tdt[a["dtype"]])
