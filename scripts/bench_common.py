@@ -221,3 +221,22 @@ def gcell(cells, k, spec=".1f", suffix=""):
     g, n, total = cells[k]
     more = f" ({n} cases)" if 0 < n < total else ""
     return fmt(g, spec, suffix) + more
+
+
+def cupy_median_us(launch, warmup=5, runs=50):
+    """Median µs of `launch()` by CUDA events around each call, after
+    `warmup` calls: the plain kernels' protocol in scripts/ (CuPy)."""
+    import cupy as cp
+    import numpy as np
+
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    for _ in range(warmup):
+        launch()
+    times = []
+    for _ in range(runs):
+        start.record()
+        launch()
+        end.record()
+        end.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, end) * 1000)
+    return float(np.median(times))

@@ -18,6 +18,8 @@ and 2 blocks an SM") has its results.
 import cupy as cp
 import numpy as np
 
+from bench_common import cupy_median_us as median_us
+
 SRC = r'''
 #include <cuda_fp16.h>
 template <int MODE, int ROWS, typename T, int V>
@@ -68,20 +70,6 @@ MODES = {0: "generic", 4: "global", 1: "cg+st.cs", 2: "cs+st.cs", 3: "nc+st.cs"}
 TYPES = (("__half", 8, cp.float16), ("float", 4, cp.float32))
 TOTAL_BYTES = 256 << 20
 COPIES = 4
-
-
-def median_us(launch):
-    start, end = cp.cuda.Event(), cp.cuda.Event()
-    for _ in range(5):
-        launch()
-    times = []
-    for _ in range(50):
-        start.record()
-        launch()
-        end.record()
-        end.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, end) * 1000)
-    return float(np.median(times))
 
 
 def main():

@@ -17,6 +17,8 @@ instructions, not its loads") has its results.
 import cupy as cp
 import numpy as np
 
+from bench_common import cupy_median_us as median_us
+
 SRC = r'''
 #include <cuda_fp16.h>
 template <int G, int ROWS, typename T, int V>
@@ -57,20 +59,6 @@ CONFIGS = ((64, 1, 0), (64, 1, 1), (64, 2, 1), (64, 4, 1), (128, 1, 0), (128, 1,
            (128, 2, 1), (256, 1, 0), (256, 2, 0), (256, 2, 1), (256, 4, 1))
 TOTAL_BYTES = 256 << 20
 COPIES = 4
-
-
-def median_us(launch):
-    start, end = cp.cuda.Event(), cp.cuda.Event()
-    for _ in range(5):
-        launch()
-    times = []
-    for _ in range(50):
-        start.record()
-        launch()
-        end.record()
-        end.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, end) * 1000)
-    return float(np.median(times))
 
 
 def main():
