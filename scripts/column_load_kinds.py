@@ -18,7 +18,7 @@ and 2 blocks an SM") has its results.
 import cupy as cp
 import numpy as np
 
-from bench_common import cupy_median_us as median_us
+from bench_common import cupy_median_us as median_us, half_sm_shared_memory
 
 SRC = r'''
 #include <cuda_fp16.h>
@@ -88,9 +88,7 @@ def main():
                     for mode, mname in MODES.items():
                         kernel = module.get_function(f"columns<{mode},{rows},{t},{v}>")
                         grid = (n // v + threads - 1) // threads
-                        smem = 228 * 1024 // (1024 // threads) - 1100 if half else 0
-                        if smem > 48 * 1024:
-                            kernel.max_dynamic_shared_size_bytes = smem
+                        smem = half_sm_shared_memory(kernel, threads, half)
                         turn = [0]
 
                         def launch():

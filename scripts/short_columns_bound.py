@@ -17,7 +17,7 @@ instructions, not its loads") has its results.
 import cupy as cp
 import numpy as np
 
-from bench_common import cupy_median_us as median_us
+from bench_common import cupy_median_us as median_us, half_sm_shared_memory
 
 SRC = r'''
 #include <cuda_fp16.h>
@@ -75,11 +75,7 @@ def main():
             for threads, groups, half in CONFIGS:
                 kernel = module.get_function(f"columns<{groups},{rows},{t},{v}>")
                 grid = (n // v + threads * groups - 1) // (threads * groups)
-                # Half: each block's shared memory (and the 1 KiB the driver keeps a
-                # block) is the SM's 228 KiB over 1024 / threads blocks.
-                smem = 228 * 1024 // (1024 // threads) - 1100 if half else 0
-                if smem > 48 * 1024:
-                    kernel.max_dynamic_shared_size_bytes = smem
+                smem = half_sm_shared_memory(kernel, threads, half)
                 turn = [0]
 
                 def launch():
