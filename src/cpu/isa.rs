@@ -82,6 +82,14 @@ pub fn isa() -> CpuIsa {
     CpuIsa::from_code(ISA.load(Ordering::Relaxed)).unwrap_or(isa)
 }
 
+/// Whether the loops run with AVX2 ([`isa`]): the test before a call of
+/// explicit AVX2 code, so that [`limit_isa`] caps it too.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(super) fn avx2() -> bool {
+    isa() == CpuIsa::Avx2
+}
+
 /// Caps the instruction set of the CPU backend's loops at `max` for the
 /// rest of the process (a cap above what the CPU has means what it has)
 /// and returns the one now in use. Results are the same bits at every
