@@ -541,7 +541,9 @@ fn fold_rows_by_leaf<T: CpuElement, W: Compute, R: ReduceOps<W>>(
         let one_value = size_of::<R::Acc>() <= size_of::<W>();
         let prefetch = Prefetch::here();
         let mut done = fold_vector_rows(x, stride, N, op, out, |c| c.map(conv));
-        if stride == N && N <= 8 && one_value {
+        // After the AVX2 loop only the rows past its whole groups are left,
+        // for the row-by-row loop at the end.
+        if done == 0 && stride == N && N <= 8 && one_value {
             // Rows of at most one value a lane, end to end, whose state is
             // one compute value: SIDE_BY_SIDE rows at a time, the lanes of
             // every row side by side, so that each step of the leaf is one
@@ -556,13 +558,8 @@ fn fold_rows_by_leaf<T: CpuElement, W: Compute, R: ReduceOps<W>>(
             // f32 from 15.7 to 13-14.5, and rows of 3-8 moved within the
             // noise; on the 16-core host f32 rows of 3 and 5 and 16-bit
             // rows of 2 ran 1.3-1.6x faster, rows of 8 level.
-            let from = done / SIDE_BY_SIDE;
             done = out.len() / SIDE_BY_SIDE * SIDE_BY_SIDE;
-            for (g, o) in out[..done]
-                .chunks_exact_mut(SIDE_BY_SIDE)
-                .enumerate()
-                .skip(from)
-            {
+            for (g, o) in out[..done].chunks_exact_mut(SIDE_BY_SIDE).enumerate() {
                 let xg = &x[g * SIDE_BY_SIDE * N..(g + 1) * SIDE_BY_SIDE * N];
                 prefetch.ahead(xg);
                 let mut lanes = [[op.identity(); SIDE_BY_SIDE]; 8];
@@ -573,20 +570,15 @@ fn fold_rows_by_leaf<T: CpuElement, W: Compute, R: ReduceOps<W>>(
                 }
                 o.copy_from_slice(&combine_lanes_across(op, lanes));
             }
-        } else if stride == N && one_value {
+        } else if done == 0 && stride == N && one_value {
             // Longer rows end to end (16): each row folds into its lanes
             // along the row, as a leaf does, and then SIDE_BY_SIDE rows'
             // lanes combine side by side, one vector operation across rows
             // a step, where a row alone combined its 8 lanes inside one
             // register (1.7x faster from cache in f32). The same lanes and
             // the same tree as `fold_leaf`, so the same bits.
-            let from = done / SIDE_BY_SIDE;
             done = out.len() / SIDE_BY_SIDE * SIDE_BY_SIDE;
-            for (g, o) in out[..done]
-                .chunks_exact_mut(SIDE_BY_SIDE)
-                .enumerate()
-                .skip(from)
-            {
+            for (g, o) in out[..done].chunks_exact_mut(SIDE_BY_SIDE).enumerate() {
                 let xg = &x[g * SIDE_BY_SIDE * N..(g + 1) * SIDE_BY_SIDE * N];
                 prefetch.ahead(xg);
                 let mut by_row = [[op.identity(); 8]; SIDE_BY_SIDE];
@@ -639,7 +631,11 @@ fn fold_vector_rows<T: Copy, W: Compute, R: ReduceOps<W>>(
     widen8: impl Fn(&[T; 8]) -> [W; 8],
 ) -> usize {
     #[cfg(target_arch = "x86_64")]
-    if stride == n && size_of::<R::Acc>() == 4 && size_of::<W>() >= 4 && super::isa::avx2() {
+    if stride == n
+        && size_of::<R::Acc>() == 4
+        && size_of::<R::Acc>() <= size_of::<W>()
+        && super::isa::avx2()
+    {
         use super::simd::fold_short_rows_avx2;
         let prefetch = Prefetch::here();
         // SAFETY: the loops run with AVX2.

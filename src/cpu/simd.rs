@@ -356,15 +356,15 @@ unsafe fn combine_lanes_of_8_rows<A: Copy>(
             _mm256_shuffle_ps::<0b11_01_11_01>(a, b),
         )
     };
-    let r = rows;
+    let r = &rows;
     // Rows 0-3: (0123) of each in the low half, (4567) in the high.
     let low = pair(pair(r[0], r[1]), pair(r[2], r[3]));
     let high = pair(pair(r[4], r[5]), pair(r[6], r[7]));
-    let sums = lanewise(
+    let trees = lanewise(
         _mm256_permute2f128_ps::<0x20>(low, high),
         _mm256_permute2f128_ps::<0x31>(low, high),
     );
-    std::mem::transmute_copy(&sums)
+    std::mem::transmute_copy(&trees)
 }
 
 /// Widens 8 bf16 to f32 with two SSE2 unpacks (each bf16 becomes the top
