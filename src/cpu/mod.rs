@@ -27,6 +27,7 @@ mod team;
 mod tree;
 mod welford;
 
+pub use crate::tensor::host_cache::release_cached_memory;
 pub use explain::{CpuPlan, CpuStrategy, CpuThreads};
 pub use isa::{isa, limit_isa, CpuIsa};
 

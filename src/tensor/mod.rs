@@ -4,6 +4,7 @@
 mod cast;
 mod create;
 mod display;
+pub(crate) mod host_cache;
 mod layout;
 #[cfg(feature = "ndarray")]
 mod ndarray_interop;

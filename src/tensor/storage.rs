@@ -1,5 +1,6 @@
 //! Where a tensor's elements live. Views share one storage through an `Arc`.
 
+use super::host_cache;
 use crate::{DType, Device, Element, Error, Result};
 use std::mem::MaybeUninit;
 use std::sync::Arc;
@@ -63,6 +64,14 @@ pub(crate) fn byte_len(dtype: DType, len: usize) -> Result<usize> {
     len.checked_mul(dtype.size_in_bytes())
         .filter(|&b| b <= isize::MAX as usize)
         .ok_or_else(|| Error::ShapeOverflow { shape: vec![len] })
+}
+
+impl Drop for CpuStorage {
+    /// A large buffer goes to the host cache, for the next result of its
+    /// size ([`host_cache`]).
+    fn drop(&mut self) {
+        host_cache::offer(std::mem::take(&mut self.words));
+    }
 }
 
 impl CpuStorage {
@@ -168,9 +177,22 @@ impl UninitStorage {
     pub(crate) fn new(dtype: DType, len: usize) -> Result<Self> {
         let bytes = byte_len(dtype, len)?;
         let n = bytes.div_ceil(8);
-        let mut words = try_with_capacity::<MaybeUninit<u64>>(n)?;
-        words.resize(n, MaybeUninit::uninit());
-        advise_huge_pages(&mut words);
+        let mut words = match host_cache::take(n) {
+            Some(kept) => uninit_words(kept),
+            None => {
+                let mut words = try_with_capacity::<MaybeUninit<u64>>(n).or_else(|_| {
+                    host_cache::release_cached_memory();
+                    try_with_capacity::<MaybeUninit<u64>>(n)
+                })?;
+                words.resize(n, MaybeUninit::uninit());
+                advise_huge_pages(&mut words);
+                words
+            }
+        };
+        // A kept buffer's length is its last owner's.
+        // SAFETY: `n` is within the capacity (`take` keeps to that), and
+        // `MaybeUninit` words need no initialisation.
+        unsafe { words.set_len(n) };
         // The last word's bytes past the elements belong to no element and
         // are never written: zero them, so that every word is initialised.
         if let Some(last) = words.last_mut() {
@@ -216,11 +238,21 @@ impl UninitStorage {
     }
 }
 
+/// `words` as words whose values nobody may read: a kept buffer about to
+/// be written by a new result.
+fn uninit_words(words: Vec<u64>) -> Vec<MaybeUninit<u64>> {
+    let mut words = std::mem::ManuallyDrop::new(words);
+    let (ptr, len, cap) = (words.as_mut_ptr(), words.len(), words.capacity());
+    // SAFETY: `MaybeUninit<u64>` has the layout of `u64`, and the
+    // allocation is handed over whole (pointer, length and capacity).
+    unsafe { Vec::from_raw_parts(ptr.cast::<MaybeUninit<u64>>(), len, cap) }
+}
+
 /// Results at least this large ask for transparent huge pages
-/// ([`advise_huge_pages`]). Smaller ones are mostly recycled from the
-/// allocator's heap (glibc raises its mmap threshold up to 32 MiB as
-/// buffers are freed), whose pages are already mapped.
-const HUGE_PAGE_RESULT_BYTES: usize = 16 << 20;
+/// ([`advise_huge_pages`]): those the host cache keeps, for the same
+/// reason. Smaller ones are mostly recycled from the allocator's heap,
+/// whose pages are already mapped.
+const HUGE_PAGE_RESULT_BYTES: usize = host_cache::MIN_KEPT_BYTES;
 
 /// Asks Linux to back the whole 2 MiB pages inside `buf` with transparent
 /// huge pages, where the system allows it (`madvise` mode, the common
