@@ -6,6 +6,7 @@ use super::prefetch::Prefetch;
 use super::simd::f16_to_f32;
 use crate::{bf16, f16, Element};
 use smallvec::SmallVec;
+use std::mem::MaybeUninit;
 
 /// Elements at most this many are converted per block on the stack.
 const BLOCK: usize = 1024;
@@ -742,32 +743,19 @@ impl CpuElement for i64 {}
 impl CpuElement for u8 {}
 impl CpuElement for bool {}
 
-/// Calls `f(start, block)` for `x` converted to f32 a block at a time with
-/// `convert`. The stack buffer is sized to the input (up to [`BLOCK`]) so
-/// that a short row does not pay for zeroing a large one. Blocks start at
-/// multiples of 8, so lane assignment does not depend on the block size.
+/// Calls `f(start, block)` for `x` converted to f32 a [`BLOCK`] at a time
+/// with `convert`, into a stack buffer it writes before anyone reads it
+/// (so never zeroed). Blocks start at multiples of 8, so lane assignment
+/// does not depend on the block size.
 #[inline(always)]
 fn for_each_f32_block<T>(
     x: &[T],
-    convert: impl Fn(&[T], &mut [f32]),
-    f: impl FnMut(usize, &[f32]),
+    convert: impl for<'b> Fn(&[T], &'b mut [MaybeUninit<f32>]) -> &'b mut [f32],
+    mut f: impl FnMut(usize, &[f32]),
 ) {
-    fn run<T, const N: usize>(
-        x: &[T],
-        convert: impl Fn(&[T], &mut [f32]),
-        mut f: impl FnMut(usize, &[f32]),
-    ) {
-        let mut buf = [0f32; N];
-        for (i, chunk) in x.chunks(N).enumerate() {
-            let b = &mut buf[..chunk.len()];
-            convert(chunk, b);
-            f(i * N, b);
-        }
-    }
-    if x.len() <= 128 {
-        run::<T, 128>(x, convert, f)
-    } else {
-        run::<T, BLOCK>(x, convert, f)
+    let mut buf = [MaybeUninit::uninit(); BLOCK];
+    for (i, chunk) in x.chunks(BLOCK).enumerate() {
+        f(i * BLOCK, convert(chunk, &mut buf[..chunk.len()]));
     }
 }
 
@@ -833,24 +821,26 @@ impl CpuElement for f16 {
         // Whole rows a block: end-to-end rows convert as one slice,
         // rows with gaps one row at a time.
         let rows = (BLOCK / n).max(1);
-        let mut buf = [0f32; BLOCK];
+        let mut buf = [MaybeUninit::uninit(); BLOCK];
         for (c, out) in out.chunks_mut(rows).enumerate() {
-            let first = c * rows * stride;
-            if stride == n {
-                let len = out.len() * n;
-                f16_to_f32(&x[first..first + len], &mut buf[..len]);
+            let (first, len) = (c * rows * stride, out.len() * n);
+            let widened: &[f32] = if stride == n {
+                f16_to_f32(&x[first..first + len], &mut buf[..len])
             } else {
-                for i in 0..out.len() {
+                for (i, b) in buf[..len].chunks_exact_mut(n).enumerate() {
                     let row = first + i * stride;
-                    f16_to_f32(&x[row..row + n], &mut buf[i * n..(i + 1) * n]);
+                    f16_to_f32(&x[row..row + n], b);
                 }
-            }
+                // SAFETY: the loop wrote each of the `len / n` rows' `n`
+                // values, and `MaybeUninit<f32>` has the layout of `f32`.
+                unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<f32>(), len) }
+            };
             // The widened rows take f32's row loops, whose rows of 2-16
             // have a length known at compile time: through the run-time
             // length of `fold_leaves`, f16 rows of 2 took twice bf16's time.
             // (Their prefetches land past the buffer, to no effect: the
             // conversion's are the ones that reach ahead in the input.)
-            fold_rows_by_leaf(&buf[..out.len() * n], n, n, op, out);
+            fold_rows_by_leaf(widened, n, n, op, out);
         }
     }
 
@@ -889,14 +879,14 @@ impl CpuElement for f16 {
         }
         // Each row's piece of a column block converted into its own f32
         // buffer (a pass's buffers together stay in L1), then the f32 fold.
-        let mut buf = [[0f32; F16_COLUMN_BLOCK]; ROWS_PER_PASS];
+        let mut buf = [[MaybeUninit::uninit(); F16_COLUMN_BLOCK]; ROWS_PER_PASS];
         for (c, acc) in acc.chunks_mut(F16_COLUMN_BLOCK).enumerate() {
             let (lo, n) = (c * F16_COLUMN_BLOCK, acc.len());
-            for (b, x) in buf.iter_mut().zip(rows) {
-                f16_to_f32(&x[lo..lo + n], &mut b[..n]);
-            }
-            let converted: SmallVec<[&[f32]; ROWS_PER_PASS]> =
-                buf[..rows.len()].iter().map(|b| &b[..n]).collect();
+            let converted: SmallVec<[&[f32]; ROWS_PER_PASS]> = buf
+                .iter_mut()
+                .zip(rows)
+                .map(|(b, x)| &*f16_to_f32(&x[lo..lo + n], &mut b[..n]))
+                .collect();
             fold_columns(&converted, first, op, acc, W::from_elem::<f32>);
         }
     }
