@@ -10,8 +10,9 @@
 //! outputs is written once, by consuming it, and the trees hand back a
 //! [`Written`] count that proves every output was.
 
+use super::isa::dispatch;
 use super::ops::{Compute, Projected, ReduceOps};
-use super::simd::f32_to_f16;
+use super::simd::{f32_to_bf16, f32_to_f16};
 use super::tree::maybe_join;
 use crate::tensor::storage::UninitStorage;
 use crate::{with_dtype, DType, Element};
@@ -63,18 +64,25 @@ impl<'a> Column<'a> {
 
     /// Projects `accs` and writes them as this run's elements.
     fn write<W: Compute, R: ReduceOps<W>>(&mut self, op: &R, accs: &[R::Acc], second: bool) {
-        if self.dtype == DType::F16 && TypeId::of::<R::Out>() == TypeId::of::<f32>() {
-            // f32 values into f16 go through a stage, to be converted 8 at
-            // a time ([`f32_to_f16`]). (An f32 `Out` is one value per
-            // output, so its second cast is its first.)
-            let out = self.typed::<crate::f16>();
+        let sixteen_bit = matches!(self.dtype, DType::F16 | DType::BF16);
+        if sixteen_bit && TypeId::of::<R::Out>() == TypeId::of::<f32>() {
+            // f32 values into f16 and bf16 go through a stage, to be
+            // rounded a vector at a time ([`f32_to_f16`], [`f32_to_bf16`]).
+            // (An f32 `Out` is one value per output, so its second cast is
+            // its first.)
             let mut stage = [0f32; STAGE];
-            for (out, accs) in out.chunks_mut(STAGE).zip(accs.chunks(STAGE)) {
+            for (k, accs) in accs.chunks(STAGE).enumerate() {
                 let stage = &mut stage[..accs.len()];
                 for (s, &a) in stage.iter_mut().zip(accs) {
                     *s = op.project(a).cast::<f32>();
                 }
-                f32_to_f16(stage, out);
+                let at = k * STAGE..k * STAGE + accs.len();
+                if self.dtype == DType::F16 {
+                    f32_to_f16(stage, &mut self.typed::<crate::f16>()[at]);
+                } else {
+                    let out = &mut self.typed::<crate::bf16>()[at];
+                    dispatch!(f32_to_bf16(stage, out));
+                }
             }
             return;
         }
