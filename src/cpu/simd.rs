@@ -39,17 +39,17 @@ pub(super) fn has_f16c() -> bool {
 pub(super) fn f16_to_f32<'a>(src: &[f16], dst: &'a mut [MaybeUninit<f32>]) -> &'a mut [f32] {
     assert_eq!(src.len(), dst.len(), "internal: conversion lengths");
     #[cfg(target_arch = "x86_64")]
-    if has_f16c() {
+    let in_hardware = has_f16c() && {
         // SAFETY: both features the function enables were detected.
         unsafe { f16_to_f32_f16c(src, dst) };
-    } else {
+        true
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let in_hardware = false;
+    if !in_hardware {
         for (d, s) in dst.iter_mut().zip(src) {
             d.write(s.to_f32());
         }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    for (d, s) in dst.iter_mut().zip(src) {
-        d.write(s.to_f32());
     }
     // SAFETY: every element of `dst` was written above, and
     // `MaybeUninit<f32>` has the layout of `f32`.
