@@ -789,11 +789,20 @@ struct ReduceOp {
                                                  arg_t (&value)[kMaxRowsPerThread]) const {
     const ops_t op = ops();
     for (uint32_t offset = first; offset < lanes; offset <<= 1) {
+      uint32_t take = lane + offset < lanes;
 #pragma unroll
       for (int r = 0; r < kMaxRowsPerThread; r++) {
-        arg_t other = op.warp_shfl_down(value[r], offset);
-        if (lane + offset < lanes) {
-          value[r] = op.combine(value[r], other);
+        // The test is hidden from the optimizer afresh for each slot. Seen
+        // as one lane-dependent condition, NVVM may hoist it over all eight
+        // slots into one branch with a copy of the shuffles on each side
+        // (it did where the kernel compiled a single load path), and every
+        // shuffle then runs diverged, through the slow collective fallback
+        // (BRA.DIV and WARPSYNC.COLLECTIVE in the SASS).
+        asm volatile("" : "+r"(take));
+        const arg_t mine = value[r];
+        const arg_t other = op.warp_shfl_down(mine, offset);
+        if (take) {
+          value[r] = op.combine(mine, other);
         }
       }
     }
