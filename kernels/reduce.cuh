@@ -137,6 +137,13 @@ constexpr int kMaxRowsPerThread = 8;
 constexpr int kShortRowsThreads = 256;
 constexpr int kShortRowsMinBlocksPerSm = 4;
 constexpr int kShortRowsStageAlign = 16;
+// short_rows_kernel's wide_loads instantiation, for rows read in whole
+// vectors of kShortRowsWideVecSize inputs or more (sums and means of 16-bit
+// inputs: 8 f32 values out of each 16-byte load), has the budget of
+// kShortRowsWideMinBlocksPerSm blocks: the host's SHORT_ROWS_WIDE_VEC_SIZE
+// and SHORT_ROWS_WIDE_MIN_BLOCKS_PER_SM (see there for the measurements).
+constexpr int kShortRowsWideVecSize = 8;
+constexpr int kShortRowsWideMinBlocksPerSm = 3;
 
 // reduce_kernel's register budget. PyTorch budgets 4 resident blocks per SM
 // (C10_LAUNCH_BOUNDS_2(nt, 4)), which leaves 32 registers a thread at 512
@@ -443,7 +450,10 @@ struct ReduceOp {
     uint32_t count;
   };
 
-  template <bool one_dim>
+  // wide_loads: the rows are read in whole vectors of input_vec_size (the
+  // host's ReduceConfig::wide_loads), the only path that instantiation
+  // compiles.
+  template <bool one_dim, bool wide_loads>
   __device__ __forceinline__ void run_short_rows() const {
     const ReduceConfig& config = this->config();
     const uint32_t rows_per_warp = warpSize / config.lanes_per_row;
@@ -464,7 +474,10 @@ struct ReduceOp {
     // Each path leaves every row's result in its first lane, or spreads the
     // rows over the row's lanes (StoredRows).
     StoredRows spread{0, 0};
-    if (config.stage_rows) {
+    if constexpr (wide_loads) {
+      short_rows<input_vec_size>(rows, value);
+      spread = combine_row_lanes(rows.lane, value);
+    } else if (config.stage_rows) {
       short_rows_staged(rows, value);
     } else {
       if (config.ragged_rows) {
@@ -1535,10 +1548,13 @@ __global__ void __launch_bounds__(nt, (reduce_kernel_min_blocks_per_sm<nt, outpu
 // budget (32 registers at 512 threads and 4 blocks per SM) spilled to local
 // memory, costing about half the bandwidth. With 64 registers at 256
 // threads they stay in registers, and 4 blocks per SM keep enough bytes in
-// flight.
-template <typename R, bool one_dim>
-__global__ void __launch_bounds__(kShortRowsThreads, kShortRowsMinBlocksPerSm) short_rows_kernel(R reduction) {
-  reduction.template run_short_rows<one_dim>();
+// flight; 3 (80 registers) for wide_loads, rows read in vectors that each
+// widen into kShortRowsWideVecSize values or more.
+template <typename R, bool one_dim, bool wide_loads>
+__global__ void __launch_bounds__(kShortRowsThreads,
+                                  wide_loads ? kShortRowsWideMinBlocksPerSm : kShortRowsMinBlocksPerSm)
+    short_rows_kernel(R reduction) {
+  reduction.template run_short_rows<one_dim, wide_loads>();
 }
 
 // The ShortRows strategy's packed rows (ReduceOp::run_packed_rows), under

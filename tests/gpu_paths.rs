@@ -252,6 +252,44 @@ fn short_rows_over_several_kept_dims() {
     }
 }
 
+/// 16-bit rows read in whole 16-byte vectors run `short_rows_kernel`'s
+/// `wide_loads` instantiation (its own register budget), by one stride and
+/// over kept dims that do not coalesce.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn wide_loads_short_rows() {
+    let Some((dev, _)) = gpu("wide_loads_short_rows") else {
+        return;
+    };
+    type View = fn(&Tensor) -> Tensor;
+    let cases: [(DType, &[usize], View, bool); 4] = [
+        (DType::F16, &[300_000, 16], |t| t.clone(), true),
+        (DType::BF16, &[40_000, 128], |t| t.clone(), true),
+        (
+            DType::F16,
+            &[600, 300, 64],
+            |t| t.permute(&[1, 0, 2]).unwrap(),
+            false,
+        ),
+        (
+            DType::BF16,
+            &[8, 40_000, 32],
+            |t| t.narrow(1, 0, 36_000).unwrap(),
+            false,
+        ),
+    ];
+    for (i, (dt, shape, view, one_dim)) in cases.into_iter().enumerate() {
+        let x = ints(shape, dt, 120 + i as u64);
+        let out = ReduceOp::Sum.output_dtype(dt, None).unwrap();
+        let l = check(&x, view, &[-1], out, dev);
+        assert!(
+            any_launch(&l, |l| l.config.wide_loads()
+                && l.rows_by_one_stride() == one_dim),
+            "{dt} {shape:?} case {i} did not take the wide-loads kernel (one_dim {one_dim}): {l:?}"
+        );
+    }
+}
+
 /// Rows for just over half the device's warp slots: long rows (PyTorch's
 /// warps would split them) then take a warp each.
 fn rows_for_a_warp_each(props: &DeviceProps) -> usize {

@@ -333,6 +333,14 @@ pub(crate) fn layout_asserts() -> String {
         crate::cuda::plan::SHORT_ROWS_MIN_BLOCKS_PER_SM as usize,
     );
     check(
+        "kShortRowsWideVecSize",
+        crate::cuda::plan::SHORT_ROWS_WIDE_VEC_SIZE as usize,
+    );
+    check(
+        "kShortRowsWideMinBlocksPerSm",
+        crate::cuda::plan::SHORT_ROWS_WIDE_MIN_BLOCKS_PER_SM as usize,
+    );
+    check(
         "kPyTorchMaxOutputVecSize",
         crate::cuda::plan::PYTORCH_MAX_OUTPUT_VEC_SIZE as usize,
     );

@@ -32,15 +32,23 @@ pub fn output_vec_sizes(sig: &Signature) -> &'static [u32] {
 /// strategy's `short_rows_kernel` for rows found by one stride and for rows
 /// looked up (`LaunchPlan::rows_by_one_stride`), then the RaggedColumns
 /// strategy's `reduce_kernel` ([`ragged_columns_name_expression`]), then
-/// ShortRows' `packed_rows_kernel` (several rows a load).
+/// ShortRows' `packed_rows_kernel` (several rows a load), then, where the
+/// module's loads are wide enough to have one, `short_rows_kernel`'s
+/// `wide_loads` instantiation by one stride and looked up
+/// (`ReduceConfig::wide_loads`).
 pub fn name_expressions(sig: &Signature) -> Vec<String> {
     let op = reduce_op_type(sig);
+    let short_rows = |wide: bool| {
+        [true, false].map(|one_dim| format!("tr::short_rows_kernel<{op}, {one_dim}, {wide} >"))
+    };
+    let wide = sig.input_vec_size >= crate::cuda::plan::SHORT_ROWS_WIDE_VEC_SIZE;
     output_vec_sizes(sig)
         .iter()
         .map(|&v| name_expression(sig, v))
-        .chain([true, false].map(|one_dim| format!("tr::short_rows_kernel<{op}, {one_dim} >")))
+        .chain(short_rows(false))
         .chain(std::iter::once(ragged_columns_name_expression(sig)))
         .chain(std::iter::once(format!("tr::packed_rows_kernel<{op} >")))
+        .chain(short_rows(true).into_iter().filter(|_| wide))
         .collect()
 }
 
@@ -341,6 +349,8 @@ impl LoadedKernel {
         let short_rows = self.output_vec_sizes.len();
         let index = if config.packed_rows() {
             Some(short_rows + 3)
+        } else if config.wide_loads() {
+            Some(short_rows + 4 + usize::from(!launch.rows_by_one_stride()))
         } else if config.lanes_per_row != 0 {
             Some(short_rows + usize::from(!launch.rows_by_one_stride()))
         } else if config.ragged_columns {

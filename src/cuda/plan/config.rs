@@ -189,6 +189,23 @@ impl ReduceConfig {
         self.lanes_per_row != 0 && self.output_vec_size > 1
     }
 
+    /// Whether a ShortRows launch runs `short_rows_kernel`'s `wide_loads`
+    /// instantiation: its rows are read in whole vectors of the module's
+    /// `input_vec_size`, at least [`SHORT_ROWS_WIDE_VEC_SIZE`] inputs each
+    /// (neither packed, staged nor ragged), and it has the register budget
+    /// of [`SHORT_ROWS_WIDE_MIN_BLOCKS_PER_SM`] blocks.
+    ///
+    /// [`SHORT_ROWS_WIDE_VEC_SIZE`]: super::SHORT_ROWS_WIDE_VEC_SIZE
+    /// [`SHORT_ROWS_WIDE_MIN_BLOCKS_PER_SM`]: super::SHORT_ROWS_WIDE_MIN_BLOCKS_PER_SM
+    pub fn wide_loads(&self) -> bool {
+        self.lanes_per_row != 0
+            && !self.packed_rows()
+            && !self.stage_rows
+            && !self.ragged_rows
+            && self.input_vec_size >= super::SHORT_ROWS_WIDE_VEC_SIZE
+            && self.row_vec_size == self.input_vec_size
+    }
+
     /// `should_store(output_idx)`: the one thread of each reduction group
     /// that writes the result.
     pub fn should_store(&self, output_idx: u32, thread_idx: [u32; 3]) -> bool {

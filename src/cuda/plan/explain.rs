@@ -112,7 +112,11 @@ fn write_launch(
     let kernel = match launch.strategy {
         Strategy::ShortRows(rows) if rows.rows_per_vector > 1 => "packed_rows_kernel".to_string(),
         Strategy::ShortRows(_) => {
-            format!("short_rows_kernel<one_dim={}>", launch.rows_by_one_stride())
+            format!(
+                "short_rows_kernel<one_dim={}{}>",
+                launch.rows_by_one_stride(),
+                if c.wide_loads() { ", wide_loads" } else { "" }
+            )
         }
         Strategy::PyTorch
         | Strategy::CtaSplit { .. }
@@ -571,7 +575,7 @@ fn write_short_rows(
         "    - {} {rows_word} per thread: the most (≤ {}) that still leaves a full wave of {} blocks on {} SMs{}",
         c.rows_per_thread,
         super::SHORT_ROWS_MAX_ROWS_PER_THREAD,
-        super::strategy::short_rows_full_wave(&plan.props, c.num_threads),
+        super::strategy::short_rows_full_wave(&plan.props, c),
         plan.props.sm_count,
         if c.stage_rows {
             format!(

@@ -27,12 +27,32 @@ pub const SHORT_ROWS_THREADS: u32 = 256;
 /// by it (`kMaxRowsPerThread`); the generated source checks the two agree.
 pub const SHORT_ROWS_MAX_ROWS_PER_THREAD: u32 = 8;
 
-/// The blocks per SM that `short_rows_kernel`'s register budget is set for
-/// (its `__launch_bounds__`, `kShortRowsMinBlocksPerSm`, checked equal in
-/// the generated source): 64 registers a thread at 256 threads, room for
+/// The blocks per SM that `short_rows_kernel`'s and `packed_rows_kernel`'s
+/// register budget is set for (their `__launch_bounds__`,
+/// `kShortRowsMinBlocksPerSm`, checked equal in the generated source): 64
+/// registers a thread at 256 threads, room for
 /// [`SHORT_ROWS_MAX_ROWS_PER_THREAD`] 16-byte loads without spilling. A
-/// full wave is this many blocks on every SM.
+/// full wave is this many blocks on every SM (fewer for the `wide_loads`
+/// kernel, [`SHORT_ROWS_WIDE_MIN_BLOCKS_PER_SM`]).
 pub const SHORT_ROWS_MIN_BLOCKS_PER_SM: u32 = 4;
+
+/// ShortRows launches whose rows are read in whole vectors of this many
+/// inputs or more (sums and means of 16-bit inputs: 8 f32 values out of
+/// each 16-byte load) run `short_rows_kernel`'s `wide_loads`
+/// instantiation, budgeted for [`SHORT_ROWS_WIDE_MIN_BLOCKS_PER_SM`] blocks
+/// (`kShortRowsWideVecSize`, checked equal; [`ReduceConfig::wide_loads`]).
+pub const SHORT_ROWS_WIDE_VEC_SIZE: u32 = 8;
+
+/// The blocks per SM of `short_rows_kernel`'s `wide_loads` instantiation
+/// (`kShortRowsWideMinBlocksPerSm`, checked equal): 80 registers a thread,
+/// where eight loads widened into 64 f32 values and the rows' bookkeeping
+/// did not fit 64 (f16 sum spilled 348 bytes a thread in the N-d variant).
+/// On an H200 (docs/PERFORMANCE.md), f16 and bf16 rows of 16-256 read in
+/// 16-byte vectors ran 1.02-1.17x faster at this budget and N-d rows of 16
+/// 1.23x, while f16 rows read a scalar a lane, staged or ragged (3, 5, 7,
+/// 12, 33, 100) ran 0.84-0.93x as fast: those keep the 4-block kernel, as
+/// do 4- and 8-byte inputs (level to 1.45x slower at 3 blocks).
+pub const SHORT_ROWS_WIDE_MIN_BLOCKS_PER_SM: u32 = 3;
 
 /// Rows of at most this many bytes that no vector load fits (an odd length,
 /// or starts off a vector boundary) take a lane each under
@@ -903,13 +923,18 @@ fn ragged_lanes(vectors: u32, warp_size: u32) -> Option<u32> {
     best.map(|(lanes, _)| lanes)
 }
 
-/// The blocks of `num_threads` threads that `short_rows_kernel` keeps
+/// The blocks of a ShortRows launch (`config`) that its kernel keeps
 /// resident on the whole device at once: its register budget allows
-/// [`SHORT_ROWS_MIN_BLOCKS_PER_SM`] per SM, fewer where the SM's thread
-/// limit says so.
-pub(super) fn short_rows_full_wave(props: &DeviceProps, num_threads: u32) -> u64 {
-    let per_sm =
-        (props.max_threads_per_sm / num_threads.max(1)).clamp(1, SHORT_ROWS_MIN_BLOCKS_PER_SM);
+/// [`SHORT_ROWS_MIN_BLOCKS_PER_SM`] per SM, or
+/// [`SHORT_ROWS_WIDE_MIN_BLOCKS_PER_SM`] for the `wide_loads` kernel, fewer
+/// where the SM's thread limit says so.
+pub(super) fn short_rows_full_wave(props: &DeviceProps, config: &ReduceConfig) -> u64 {
+    let budget = if config.wide_loads() {
+        SHORT_ROWS_WIDE_MIN_BLOCKS_PER_SM
+    } else {
+        SHORT_ROWS_MIN_BLOCKS_PER_SM
+    };
+    let per_sm = (props.max_threads_per_sm / config.num_threads.max(1)).clamp(1, budget);
     u64::from(props.sm_count) * u64::from(per_sm)
 }
 
@@ -943,7 +968,7 @@ fn short_rows_config(
     // launch's index maps (step_output, rows_per_thread) is one such group.
     config.output_vec_size = rows.rows_per_vector;
     config.step_output = config.block_height * (props.warp_size / rows.lanes_per_row);
-    let full_wave = short_rows_full_wave(props, config.num_threads);
+    let full_wave = short_rows_full_wave(props, &config);
     let groups = div_up(u64::from(num_outputs), u64::from(rows.rows_per_vector));
     config.rows_per_thread = SHORT_ROWS_MAX_ROWS_PER_THREAD;
     while config.rows_per_thread > 1

@@ -264,8 +264,10 @@ fn short_rows_share_warps_and_keep_loads_in_flight() {
     assert_eq!((pt.block(), pt.vectorize_input), ([16, 32, 1], false));
     assert!(p.to_string().contains("ShortRows"), "{p}");
     // f16 rows of 16: 16-byte loads of 8 -> 2 lanes, 16 rows per warp, 128
-    // per pass; 8 rows per thread leave 1024 >= 528 blocks. 2^16 rows: 8
-    // would leave 64 blocks, 4 128, 2 256, 1 512, all short of a wave: 1.
+    // per pass, and a wave of 3 x 132 = 396 blocks (the kernel's budget for
+    // loads that widen into 8 values); 8 rows per thread leave 1024 >= 396
+    // blocks. 2^16 rows: 8 would leave 64 blocks, 4 128, 2 256, all short
+    // of a wave: 1.
     let h = only(&plan(&[1 << 20, 16], &[16, 1], 0, &[1], DType::F16)).clone();
     assert_eq!(h.strategy, rows(16, 8, 2));
     assert_eq!((h.config.rows_per_thread, h.grid), (8, [1024, 1, 1]));
@@ -283,9 +285,28 @@ fn short_rows_share_warps_and_keep_loads_in_flight() {
         let text = plan(&shape, &[shape[1] as isize, 1], 0, &[1], DType::F32).to_string();
         assert!(text.contains(says), "{shape:?}: {text}");
     }
-    // 2^18 rows: 8 leave 256, 4 512, 2 1024 >= 528: 2.
+    // 2^18 rows: 8 leave 256, 4 512 >= 396: 4. The same rows of f32 (4
+    // lanes, 64 rows a pass) keep the 4-block budget's wave of 528: 8
+    // leave 512, 4 1024: 4.
     let h = only(&plan(&[1 << 18, 16], &[16, 1], 0, &[1], DType::F16)).clone();
-    assert_eq!((h.config.rows_per_thread, h.grid), (2, [1024, 1, 1]));
+    assert_eq!((h.config.rows_per_thread, h.grid), (4, [512, 1, 1]));
+    assert!(h.config.wide_loads());
+    let h = only(&plan(&[1 << 18, 16], &[16, 1], 0, &[1], DType::F32)).clone();
+    assert_eq!((h.config.rows_per_thread, h.grid), (4, [1024, 1, 1]));
+    assert!(!h.config.wide_loads());
+    // 16-bit rows that no 16-byte vector reads whole (staged rows of 12,
+    // scalar rows of 3) keep the 4-block kernel and its wave of 528.
+    for len in [12, 3] {
+        let h = only(&plan(
+            &[1 << 20, len],
+            &[len as isize, 1],
+            0,
+            &[1],
+            DType::F16,
+        ))
+        .clone();
+        assert!(!h.config.wide_loads(), "f16 rows of {len}");
+    }
     // Rows that are no whole number of vectors, or whose starts are not
     // aligned to one: rows of at most 32 bytes take narrower loads, a lane
     // each where those are scalars (7 and 8 f32, rows 36 bytes apart or one
