@@ -476,7 +476,7 @@ struct ReduceOp {
     StoredRows spread{0, 0};
     if constexpr (wide_loads) {
       short_rows<input_vec_size>(rows, value);
-      spread = combine_row_lanes(rows.lane, value);
+      spread = combine_row_lanes<true>(rows.lane, value);
     } else if (config.stage_rows) {
       short_rows_staged(rows, value);
     } else {
@@ -783,13 +783,15 @@ struct ReduceOp {
   // The lanes of each row combine their partial results: spread over the
   // lanes (spread_rows) when a thread holds a full set of rows, else down
   // a tree into the row's first lane (the returned StoredRows is empty).
+  // hide_lane_test: see fold_row_lanes.
+  template <bool hide_lane_test = false>
   __device__ __forceinline__ StoredRows combine_row_lanes(uint32_t lane, arg_t (&value)[kMaxRowsPerThread]) const {
     const ReduceConfig& config = this->config();
     const uint32_t lanes = config.lanes_per_row;
     if (lanes > 1 && config.rows_per_thread == kMaxRowsPerThread) {
-      return spread_rows(lane, lanes, value);
+      return spread_rows<hide_lane_test>(lane, lanes, value);
     }
-    fold_row_lanes(lane, lanes, 1, value);
+    fold_row_lanes<hide_lane_test>(lane, lanes, 1, value);
     return StoredRows{0, 0};
   }
 
@@ -798,24 +800,40 @@ struct ReduceOp {
   // whole row, for any lanes_per_row; from a power of two `width`, each of
   // the first `width` lanes with its block of lanes. Every lane shuffles
   // (the mask is the full warp).
+  //
+  // hide_lane_test hides the lane's test from the optimizer afresh for
+  // each slot. Seen as one lane-dependent condition, NVVM may hoist it over
+  // all eight slots into one branch with a copy of the shuffles on each
+  // side, and every shuffle then runs diverged, through the slow collective
+  // fallback (BRA.DIV and WARPSYNC.COLLECTIVE in the SASS). It did so in
+  // short_rows_kernel's wide_loads instantiation (its one-dim rows ran up
+  // to 1.75x slower); no other kernel of any module does (checked in the
+  // SASS of them all), and hiding the test there too moved their register
+  // allocation, costing f64 rows of 16 9% (docs/PERFORMANCE.md), so only
+  // that instantiation hides it.
+  template <bool hide_lane_test>
   __device__ __forceinline__ void fold_row_lanes(uint32_t lane, uint32_t lanes, uint32_t first,
                                                  arg_t (&value)[kMaxRowsPerThread]) const {
     const ops_t op = ops();
     for (uint32_t offset = first; offset < lanes; offset <<= 1) {
-      uint32_t take = lane + offset < lanes;
+      if constexpr (hide_lane_test) {
+        uint32_t take = lane + offset < lanes;
 #pragma unroll
-      for (int r = 0; r < kMaxRowsPerThread; r++) {
-        // The test is hidden from the optimizer afresh for each slot. Seen
-        // as one lane-dependent condition, NVVM may hoist it over all eight
-        // slots into one branch with a copy of the shuffles on each side
-        // (it did where the kernel compiled a single load path), and every
-        // shuffle then runs diverged, through the slow collective fallback
-        // (BRA.DIV and WARPSYNC.COLLECTIVE in the SASS).
-        asm volatile("" : "+r"(take));
-        const arg_t mine = value[r];
-        const arg_t other = op.warp_shfl_down(mine, offset);
-        if (take) {
-          value[r] = op.combine(mine, other);
+        for (int r = 0; r < kMaxRowsPerThread; r++) {
+          asm volatile("" : "+r"(take));
+          const arg_t mine = value[r];
+          const arg_t other = op.warp_shfl_down(mine, offset);
+          if (take) {
+            value[r] = op.combine(mine, other);
+          }
+        }
+      } else {
+#pragma unroll
+        for (int r = 0; r < kMaxRowsPerThread; r++) {
+          arg_t other = op.warp_shfl_down(value[r], offset);
+          if (lane + offset < lanes) {
+            value[r] = op.combine(value[r], other);
+          }
         }
       }
     }
@@ -834,6 +852,7 @@ struct ReduceOp {
   // tree (ncu: 69% of issue slots busy at 64% of DRAM bandwidth), and ran
   // 1-5% faster spread on an H100 (f64 the most). The order of every combine is fixed by
   // the lane and slot numbers, so results stay bitwise reproducible.
+  template <bool hide_lane_test>
   __device__ __forceinline__ StoredRows spread_rows(uint32_t lane, uint32_t lanes,
                                                     arg_t (&value)[kMaxRowsPerThread]) const {
     // The lanes that end with rows: the most, as a power of two, of at most
@@ -843,7 +862,7 @@ struct ReduceOp {
     while (width * 2 <= lanes && width * 2 <= (uint32_t)kMaxRowsPerThread) {
       width *= 2;
     }
-    fold_row_lanes(lane, lanes, width, value);
+    fold_row_lanes<hide_lane_test>(lane, lanes, width, value);
     // A row group starts at any lane of the warp (lanes_per_row need not
     // divide it), so partners are named by their lane in the warp.
     const uint32_t group_start = warp_lane() - lane;
