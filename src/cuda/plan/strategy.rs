@@ -47,11 +47,13 @@ pub const SHORT_ROWS_WIDE_VEC_SIZE: u32 = 8;
 /// (`kShortRowsWideMinBlocksPerSm`, checked equal): 80 registers a thread,
 /// where eight loads widened into 64 f32 values and the rows' bookkeeping
 /// did not fit 64 (f16 sum spilled 348 bytes a thread in the N-d variant).
-/// On an H200 (docs/PERFORMANCE.md), f16 and bf16 rows of 16-256 read in
-/// 16-byte vectors ran 1.02-1.17x faster at this budget and N-d rows of 16
-/// 1.23x, while f16 rows read a scalar a lane, staged or ragged (3, 5, 7,
-/// 12, 33, 100) ran 0.84-0.93x as fast: those keep the 4-block kernel, as
-/// do 4- and 8-byte inputs (level to 1.45x slower at 3 blocks).
+/// On an H200 (docs/PERFORMANCE.md), f16 rows of 16-256 read in 16-byte
+/// vectors ran 1.06-1.16x faster in this kernel than in the 4-block one,
+/// bf16 rows of 16 and 128 1.05x and 1.11x, and N-d f16 rows of 16 1.29x;
+/// with every ShortRows kernel at 3 blocks, f16 rows read a scalar a lane,
+/// staged or ragged (3, 5, 7, 12, 33, 100) ran 0.84-0.93x as fast: those
+/// keep the 4-block kernel, as do 4- and 8-byte inputs (level to 1.45x
+/// slower at 3 blocks).
 pub const SHORT_ROWS_WIDE_MIN_BLOCKS_PER_SM: u32 = 3;
 
 /// Rows of at most this many bytes that no vector load fits (an odd length,
