@@ -810,7 +810,8 @@ struct ReduceOp {
   // to 1.75x slower); no other kernel of any module does (checked in the
   // SASS of them all), and hiding the test there too moved their register
   // allocation, costing f64 rows of 16 9% (docs/PERFORMANCE.md), so only
-  // that instantiation hides it.
+  // that instantiation hides it. The two forms are spelled apart so that
+  // every other kernel keeps its machine code exactly.
   template <bool hide_lane_test>
   __device__ __forceinline__ void fold_row_lanes(uint32_t lane, uint32_t lanes, uint32_t first,
                                                  arg_t (&value)[kMaxRowsPerThread]) const {
