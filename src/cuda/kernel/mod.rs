@@ -41,7 +41,7 @@ pub fn name_expressions(sig: &Signature) -> Vec<String> {
     let short_rows = |wide: bool| {
         [true, false].map(|one_dim| format!("tr::short_rows_kernel<{op}, {one_dim}, {wide} >"))
     };
-    let wide = sig.input_vec_size >= crate::cuda::plan::SHORT_ROWS_WIDE_VEC_SIZE;
+    let wide = crate::cuda::plan::has_wide_loads(sig.input_vec_size);
     output_vec_sizes(sig)
         .iter()
         .map(|&v| name_expression(sig, v))

@@ -202,7 +202,7 @@ impl ReduceConfig {
             && !self.packed_rows()
             && !self.stage_rows
             && !self.ragged_rows
-            && self.input_vec_size >= super::SHORT_ROWS_WIDE_VEC_SIZE
+            && super::has_wide_loads(self.input_vec_size)
             && self.row_vec_size == self.input_vec_size
     }
 

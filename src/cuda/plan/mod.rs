@@ -31,8 +31,8 @@ pub use residency::{
     ctas_per_sm, wave_ctas, KernelRegisters, REGISTER_ALLOCATION_UNIT, SM_SUB_PARTITIONS,
 };
 pub use strategy::{
-    choose_strategy, configure, max_output_vec_size, ragged_row_vectors, ShortRows, Strategy,
-    RAGGED_MIN_LOADS_USED_PERCENT, ROW_PER_WARP_MIN_SLOTS_PERCENT, SCALAR_ROW_MAX_BYTES,
+    choose_strategy, configure, has_wide_loads, max_output_vec_size, ragged_row_vectors, ShortRows,
+    Strategy, RAGGED_MIN_LOADS_USED_PERCENT, ROW_PER_WARP_MIN_SLOTS_PERCENT, SCALAR_ROW_MAX_BYTES,
     SHORT_COLUMNS_OUTPUT_VEC_SIZE, SHORT_ROWS_MAX_ROWS_PER_THREAD, SHORT_ROWS_MAX_VECTORS_PER_LANE,
     SHORT_ROWS_MIN_BLOCKS_PER_SM, SHORT_ROWS_STAGE_ALIGN, SHORT_ROWS_STAGE_BYTES,
     SHORT_ROWS_THREADS, SHORT_ROWS_WIDE_MIN_BLOCKS_PER_SM, SHORT_ROWS_WIDE_VEC_SIZE,

@@ -43,6 +43,13 @@ pub const SHORT_ROWS_MIN_BLOCKS_PER_SM: u32 = 4;
 /// (`kShortRowsWideVecSize`, checked equal; [`ReduceConfig::wide_loads`]).
 pub const SHORT_ROWS_WIDE_VEC_SIZE: u32 = 8;
 
+/// Whether a module whose loads hold `input_vec_size` inputs has
+/// `short_rows_kernel`'s `wide_loads` instantiation: the one rule that both
+/// the module's kernel list and [`ReduceConfig::wide_loads`] read.
+pub fn has_wide_loads(input_vec_size: u32) -> bool {
+    input_vec_size >= SHORT_ROWS_WIDE_VEC_SIZE
+}
+
 /// The blocks per SM of `short_rows_kernel`'s `wide_loads` instantiation
 /// (`kShortRowsWideMinBlocksPerSm`, checked equal): 80 registers a thread,
 /// where eight loads widened into 64 f32 values and the rows' bookkeeping
