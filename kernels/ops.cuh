@@ -40,21 +40,8 @@ __device__ __forceinline__ compute_t load(scalar_t x) {
 // Integer sums and products wrap (two's complement), as the CPU backend's
 // wrapping_add/wrapping_mul do; doing them in unsigned keeps that defined
 // behaviour in C++.
-//
-// The 64-bit add is spelled in 32-bit halves, with the low half's carry out
-// found by logic (bit 31 of (a & b) | ((a | b) & ~lo)) rather than by the
-// hardware's carry flag. A plain `a + b` is two instructions joined by
-// carry predicates, and a kernel that keeps eight rows' loads in flight
-// has no predicates to spare: ptxas then issued each i64 row's add right
-// after its load, so the eight loads went out one after another
-// (short_rows_kernel, docs/PERFORMANCE.md). These four instructions need
-// none, and the loads issue together as for f64.
 __device__ __forceinline__ int64_t add_op(int64_t a, int64_t b) {
-  const uint32_t alo = (uint32_t)a, blo = (uint32_t)b;
-  const uint32_t lo = alo + blo;
-  const uint32_t carry = ((alo & blo) | ((alo | blo) & ~lo)) >> 31;
-  const uint32_t hi = (uint32_t)((uint64_t)a >> 32) + (uint32_t)((uint64_t)b >> 32) + carry;
-  return (int64_t)(((uint64_t)hi << 32) | lo);
+  return (int64_t)((uint64_t)a + (uint64_t)b);
 }
 __device__ __forceinline__ float add_op(float a, float b) { return a + b; }
 __device__ __forceinline__ double add_op(double a, double b) { return a + b; }
