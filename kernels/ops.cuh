@@ -46,6 +46,33 @@ __device__ __forceinline__ int64_t add_op(int64_t a, int64_t b) {
 __device__ __forceinline__ float add_op(float a, float b) { return a + b; }
 __device__ __forceinline__ double add_op(double a, double b) { return a + b; }
 
+// A sum's add of one input element: acc + v, v the element of scalar_t
+// already converted to compute_t. Where the element is an integer narrower
+// than an int64 sum (bool, u8, i32), the add is spelled in 32-bit halves,
+// with the low half's carry out found by logic (bit 31 of
+// (a & b) | ((a | b) & ~lo)) instead of the hardware's carry flag. A plain
+// 64-bit add is two instructions joined by two carry predicates, and in
+// short_rows_kernel, whose eight rows' loads already hold the predicate
+// registers, ptxas issued the rows' adds between their loads (seen in the
+// i64 rows' SASS). With these adds, i32 rows of 2-128 ran 1.06-1.14x
+// faster on an H200 (long rows and columns level); i64 rows, two adds a
+// load where i32 rows have four, ran 7-16% slower with them, so i64 inputs
+// keep the plain add (docs/PERFORMANCE.md).
+template <typename scalar_t, typename compute_t>
+__device__ __forceinline__ compute_t add_input_op(compute_t acc, compute_t v) {
+  constexpr bool narrow_integer =
+      is_same<scalar_t, Bool>::value || is_same<scalar_t, uint8_t>::value || is_same<scalar_t, int32_t>::value;
+  if constexpr (narrow_integer && is_same<compute_t, int64_t>::value) {
+    const uint32_t alo = (uint32_t)acc, vlo = (uint32_t)v;
+    const uint32_t lo = alo + vlo;
+    const uint32_t carry = ((alo & vlo) | ((alo | vlo) & ~lo)) >> 31;
+    const uint32_t hi = (uint32_t)((uint64_t)acc >> 32) + (uint32_t)((uint64_t)v >> 32) + carry;
+    return (compute_t)(((uint64_t)hi << 32) | lo);
+  } else {
+    return add_op(acc, v);
+  }
+}
+
 __device__ __forceinline__ int64_t mul_op(int64_t a, int64_t b) {
   return (int64_t)((uint64_t)a * (uint64_t)b);
 }

@@ -272,42 +272,71 @@ fn large_expanded_input(device: Device) {
     );
 }
 
-/// i64 sums wrap modulo 2^64 as torch's do, and carry between the 32-bit
-/// halves of each add: full-range values on the row, column and whole-tensor
-/// paths, against the rows' wrapping sums (the order of integer adds cannot
-/// change them).
-fn i64_sums_carry_and_wrap(device: Device) {
+/// Integer sums: i64 sums wrap modulo 2^64 as torch's do, and every add
+/// carries between the 32-bit halves of its accumulator. Full-range i64
+/// values, and full-range i32, u8 and bool values summed into i64, on the
+/// row, column and whole-tensor paths, against the rows' wrapping sums
+/// (the order of integer adds cannot change them).
+fn integer_sums_carry_and_wrap(device: Device) {
     let mut rng = common::Rng(64);
-    for (rows, len) in [(4096usize, 16usize), (1024, 128), (8, 4096), (3, 5)] {
-        let values: Vec<i64> = (0..rows * len).map(|_| rng.next_u64() as i64).collect();
-        let x = on(
-            device,
-            Tensor::from_vec(values.clone(), &[rows, len]).unwrap(),
-        );
-        let wrapping = |v: &mut dyn Iterator<Item = i64>| v.fold(0i64, |a, b| a.wrapping_add(b));
-        let row_sums: Vec<i64> = values
-            .chunks(len)
-            .map(|r| wrapping(&mut r.iter().copied()))
-            .collect();
-        let column_sums: Vec<i64> = (0..len)
-            .map(|c| wrapping(&mut (0..rows).map(|r| values[r * len + c])))
-            .collect();
-        let what = format!("[{rows}, {len}]");
-        assert_eq!(
-            x.sum(&[1], false).unwrap().to_vec::<i64>().unwrap(),
-            row_sums,
-            "{what} over dim 1"
-        );
-        assert_eq!(
-            x.sum(&[0], false).unwrap().to_vec::<i64>().unwrap(),
-            column_sums,
-            "{what} over dim 0"
-        );
-        assert_eq!(
-            x.sum_all().unwrap().to_vec::<i64>().unwrap(),
-            vec![wrapping(&mut values.iter().copied())],
-            "{what} over all dims"
-        );
+    for (rows, len) in [
+        (4096usize, 16usize),
+        (1024, 128),
+        (8, 4096),
+        (3, 5),
+        (8192, 2),
+    ] {
+        let n = rows * len;
+        let values: Vec<i64> = (0..n).map(|_| rng.next_u64() as i64).collect();
+        let narrow: Vec<i32> = values.iter().map(|&v| v as i32).collect();
+        let bytes: Vec<u8> = values.iter().map(|&v| v as u8).collect();
+        let bools: Vec<bool> = values.iter().map(|&v| v < 0).collect();
+        let inputs = [
+            (
+                Tensor::from_vec(values.clone(), &[rows, len]).unwrap(),
+                values.clone(),
+            ),
+            (
+                Tensor::from_vec(narrow.clone(), &[rows, len]).unwrap(),
+                narrow.iter().map(|&v| v as i64).collect(),
+            ),
+            (
+                Tensor::from_vec(bytes.clone(), &[rows, len]).unwrap(),
+                bytes.iter().map(|&v| v as i64).collect(),
+            ),
+            (
+                Tensor::from_vec(bools.clone(), &[rows, len]).unwrap(),
+                bools.iter().map(|&v| v as i64).collect(),
+            ),
+        ];
+        for (x, exact) in inputs {
+            let x = on(device, x);
+            let what = format!("{:?} [{rows}, {len}]", x.dtype());
+            let wrapping =
+                |v: &mut dyn Iterator<Item = i64>| v.fold(0i64, |a, b| a.wrapping_add(b));
+            let row_sums: Vec<i64> = exact
+                .chunks(len)
+                .map(|r| wrapping(&mut r.iter().copied()))
+                .collect();
+            let column_sums: Vec<i64> = (0..len)
+                .map(|c| wrapping(&mut (0..rows).map(|r| exact[r * len + c])))
+                .collect();
+            assert_eq!(
+                x.sum(&[1], false).unwrap().to_vec::<i64>().unwrap(),
+                row_sums,
+                "{what} over dim 1"
+            );
+            assert_eq!(
+                x.sum(&[0], false).unwrap().to_vec::<i64>().unwrap(),
+                column_sums,
+                "{what} over dim 0"
+            );
+            assert_eq!(
+                x.sum_all().unwrap().to_vec::<i64>().unwrap(),
+                vec![wrapping(&mut exact.iter().copied())],
+                "{what} over all dims"
+            );
+        }
     }
 }
 
@@ -321,7 +350,7 @@ backend_tests! {
     cascade_accuracy => cascade_summation_is_accurate;
     determinism => deterministic_across_calls;
     expanded_input => large_expanded_input;
-    i64_carry_and_wrap => i64_sums_carry_and_wrap;
+    integer_carry_and_wrap => integer_sums_carry_and_wrap;
 }
 
 #[test]

@@ -11,7 +11,7 @@ struct SumOps : ScalarOpsBase<compute_t> {
   __device__ __forceinline__ static arg_t identity() { return arg_t(0); }
   template <typename scalar_t>
   __device__ __forceinline__ arg_t reduce(arg_t acc, scalar_t x, int64_t /*idx*/) const {
-    return add_op(acc, load<cast_t, compute_t>(x));
+    return add_input_op<scalar_t>(acc, load<cast_t, compute_t>(x));
   }
   __device__ __forceinline__ arg_t combine(arg_t a, arg_t b) const { return add_op(a, b); }
 };
@@ -24,7 +24,7 @@ struct NanSumOps : ScalarOpsBase<compute_t> {
   template <typename scalar_t>
   __device__ __forceinline__ arg_t reduce(arg_t acc, scalar_t x, int64_t /*idx*/) const {
     compute_t v = load<cast_t, compute_t>(x);
-    return is_nan(v) ? acc : add_op(acc, v);
+    return is_nan(v) ? acc : add_input_op<scalar_t>(acc, v);
   }
   __device__ __forceinline__ arg_t combine(arg_t a, arg_t b) const { return add_op(a, b); }
 };
@@ -39,7 +39,7 @@ struct MeanOps : ScalarOpsBase<compute_t> {
   __device__ __forceinline__ static arg_t identity() { return arg_t(0); }
   template <typename scalar_t>
   __device__ __forceinline__ arg_t reduce(arg_t acc, scalar_t x, int64_t /*idx*/) const {
-    return add_op(acc, load<cast_t, compute_t>(x));
+    return add_input_op<scalar_t>(acc, load<cast_t, compute_t>(x));
   }
   __device__ __forceinline__ arg_t combine(arg_t a, arg_t b) const { return add_op(a, b); }
   template <typename out_t>
