@@ -278,6 +278,9 @@ fn large_expanded_input(device: Device) {
 /// row, column and whole-tensor paths, against the rows' wrapping sums
 /// (the order of integer adds cannot change them).
 fn integer_sums_carry_and_wrap(device: Device) {
+    fn wrapping(v: impl Iterator<Item = i64>) -> i64 {
+        v.fold(0i64, |a, b| a.wrapping_add(b))
+    }
     let mut rng = common::Rng(64);
     for (rows, len) in [
         (4096usize, 16usize),
@@ -286,15 +289,14 @@ fn integer_sums_carry_and_wrap(device: Device) {
         (3, 5),
         (8192, 2),
     ] {
-        let n = rows * len;
-        let values: Vec<i64> = (0..n).map(|_| rng.next_u64() as i64).collect();
+        let values: Vec<i64> = (0..rows * len).map(|_| rng.next_u64() as i64).collect();
         let narrow: Vec<i32> = values.iter().map(|&v| v as i32).collect();
         let bytes: Vec<u8> = values.iter().map(|&v| v as u8).collect();
         let bools: Vec<bool> = values.iter().map(|&v| v < 0).collect();
         let inputs = [
             (
                 Tensor::from_vec(values.clone(), &[rows, len]).unwrap(),
-                values.clone(),
+                values,
             ),
             (
                 Tensor::from_vec(narrow.clone(), &[rows, len]).unwrap(),
@@ -312,14 +314,12 @@ fn integer_sums_carry_and_wrap(device: Device) {
         for (x, exact) in inputs {
             let x = on(device, x);
             let what = format!("{:?} [{rows}, {len}]", x.dtype());
-            let wrapping =
-                |v: &mut dyn Iterator<Item = i64>| v.fold(0i64, |a, b| a.wrapping_add(b));
             let row_sums: Vec<i64> = exact
                 .chunks(len)
-                .map(|r| wrapping(&mut r.iter().copied()))
+                .map(|r| wrapping(r.iter().copied()))
                 .collect();
             let column_sums: Vec<i64> = (0..len)
-                .map(|c| wrapping(&mut (0..rows).map(|r| exact[r * len + c])))
+                .map(|c| wrapping((0..rows).map(|r| exact[r * len + c])))
                 .collect();
             assert_eq!(
                 x.sum(&[1], false).unwrap().to_vec::<i64>().unwrap(),
@@ -333,7 +333,7 @@ fn integer_sums_carry_and_wrap(device: Device) {
             );
             assert_eq!(
                 x.sum_all().unwrap().to_vec::<i64>().unwrap(),
-                vec![wrapping(&mut exact.iter().copied())],
+                vec![wrapping(exact.iter().copied())],
                 "{what} over all dims"
             );
         }
