@@ -24,7 +24,8 @@ use common::reference::OpSpec;
 use common::{check_output, expected, gbs, geomean, median, ops, Args, Case};
 use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags};
 use cudarc::driver::{
-    CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
+    CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, CudaView, DriverError,
+    LaunchConfig, PushKernelArg,
 };
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions};
 use serde_json::{json, Value};
@@ -90,6 +91,29 @@ extern "C" __global__ void __launch_bounds__(256) read_sum(const float4* __restr
         if (threadIdx.x == 0) atomicAdd(out, acc);
     }
 }
+
+// read_sum's loop with a write stream beside it: y[j] is written by the
+// thread that reads x[j], so where the result is as large as the input the
+// two streams interleave throughout, as a reduction that writes one output
+// per input must. The stored values are the loaded ones, so no load is dead.
+extern "C" __global__ void __launch_bounds__(256) read_write(const float4* __restrict__ x, unsigned long long n4,
+                                                             float4* __restrict__ y, unsigned long long m4) {
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    const unsigned long long n = n4 > m4 ? n4 : m4;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n; i += 4 * stride) {
+        float4 v[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const unsigned long long j = i + k * stride;
+            v[k] = j < n4 ? __ldg(x + j) : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const unsigned long long j = i + k * stride;
+            if (j < m4) y[j] = v[k];
+        }
+    }
+}
 "#;
 
 /// Everything needed to time work on the default stream of device 0.
@@ -142,10 +166,15 @@ impl Gpu {
 /// rotation.
 struct Ceiling {
     read_sum: CudaFunction,
+    read_write: CudaFunction,
     buf: CudaSlice<f32>,
     out: CudaSlice<f32>,
+    /// `read_write`'s destination, grown to the largest result asked for.
+    written: Option<CudaSlice<f32>>,
     /// GB/s by (byte count, windows rotated through), measured once each.
     cache: BTreeMap<(usize, usize), f64>,
+    /// Best µs of `read_write` by (bytes read, bytes written, windows).
+    rw_cache: BTreeMap<(usize, usize, usize), f64>,
 }
 
 impl Ceiling {
@@ -163,6 +192,7 @@ impl Ceiling {
         let module = gpu.ctx.load_module(ptx)?;
         let fill = module.load_function("fill")?;
         let read_sum = module.load_function("read_sum")?;
+        let read_write = module.load_function("read_write")?;
         let mut buf = gpu.stream.alloc_zeros::<f32>(CEILING_BYTES / 4)?;
         let n4 = (CEILING_BYTES / 16) as u64;
         let mut b = gpu.stream.launch_builder(&fill);
@@ -179,45 +209,48 @@ impl Ceiling {
         gpu.stream.synchronize()?;
         Ok(Ceiling {
             read_sum,
+            read_write,
             buf,
             out,
+            written: None,
             cache: BTreeMap::new(),
+            rw_cache: BTreeMap::new(),
         })
     }
 
-    /// The best read rate over `bytes` of the buffer (whole float4s), over a
-    /// few grid sizes, so the ceiling is not an artefact of one grid. With
-    /// `rotate` > 1 each launch reads the next of that many disjoint windows,
-    /// as the case's calls read the next copy of its input.
-    fn gbs(&mut self, gpu: &Gpu, bytes: usize, rotate: usize) -> Result<f64, BoxError> {
-        let bytes = bytes.min(CEILING_BYTES);
-        // Windows start 256-byte aligned, like allocations; they must all fit.
-        let window4 = (bytes / 16).max(1).next_multiple_of(16);
-        let rotate = rotate.clamp(1, CEILING_BYTES / 16 / window4);
-        if let Some(&g) = self.cache.get(&(bytes, rotate)) {
-            return Ok(g);
-        }
-        let n4 = (bytes / 16).max(1) as u64;
-        let mut best_us = f64::INFINITY;
-        for blocks_per_sm in [4u32, 8, 16] {
-            let blocks = (gpu.sm_count * blocks_per_sm)
-                .min(n4.div_ceil(256) as u32)
-                .max(1);
-            let cfg = LaunchConfig {
-                grid_dim: (blocks, 1, 1),
+    /// The grid sizes every ceiling is measured over, for `n4` float4s.
+    fn grids(gpu: &Gpu, n4: u64) -> impl Iterator<Item = LaunchConfig> + '_ {
+        [4u32, 8, 16]
+            .into_iter()
+            .map(move |blocks_per_sm| LaunchConfig {
+                grid_dim: (
+                    (gpu.sm_count * blocks_per_sm)
+                        .min(n4.div_ceil(256) as u32)
+                        .max(1),
+                    1,
+                    1,
+                ),
                 block_dim: (256, 1, 1),
                 shared_mem_bytes: 0,
-            };
+            })
+    }
+
+    /// The best µs of `launch` over [`Ceiling::grids`] for `grid_n4`
+    /// float4s, each launch given the next of `rotate` windows of `n4`
+    /// float4s, `window4` apart, of `buf` (`windows`'s triple).
+    fn best_us(
+        gpu: &Gpu,
+        buf: &CudaSlice<f32>,
+        (n4, window4, rotate): (u64, usize, usize),
+        grid_n4: u64,
+        mut launch: impl FnMut(&CudaView<f32>, LaunchConfig) -> Result<(), DriverError>,
+    ) -> Result<f64, BoxError> {
+        let mut best_us = f64::INFINITY;
+        for cfg in Ceiling::grids(gpu, grid_n4) {
             for run in 0..CEILING_RUNS + 3 {
                 let start = (run % rotate) * window4 * 4;
-                let window = self.buf.slice(start..start + n4 as usize * 4);
-                let mut b = gpu.stream.launch_builder(&self.read_sum);
-                b.arg(&window).arg(&n4).arg(&mut self.out);
-                let (us, launched) = gpu.event_us(|| {
-                    // SAFETY: `read_sum` takes (const float4*, u64, float*) and reads below
-                    // n4 float4s, which lie inside `window` (a view of `buf`, 16-byte aligned).
-                    unsafe { b.launch(cfg) }
-                })?;
+                let window = buf.slice(start..start + n4 as usize * 4);
+                let (us, launched) = gpu.event_us(|| launch(&window, cfg))?;
                 launched?;
                 // The first launches of each grid warm clocks and caches.
                 if run >= 3 {
@@ -225,6 +258,84 @@ impl Ceiling {
                 }
             }
         }
+        Ok(best_us)
+    }
+
+    /// Float4s of the buffer `bytes` reads (at least one), the float4s
+    /// between the starts of consecutive windows (256-byte aligned, like
+    /// allocations), and how many of those windows `rotate` may use.
+    fn windows(bytes: usize, rotate: usize) -> (u64, usize, usize) {
+        let bytes = bytes.min(CEILING_BYTES);
+        let window4 = (bytes / 16).max(1).next_multiple_of(16);
+        let rotate = rotate.clamp(1, CEILING_BYTES / 16 / window4);
+        ((bytes / 16).max(1) as u64, window4, rotate)
+    }
+
+    /// The best µs of a plain read of `read` bytes that writes `written`
+    /// bytes beside it (`read_write`), over the same grids and windows as
+    /// [`Ceiling::gbs`]: the time a reduction that writes its results
+    /// cannot beat. `None` where the result is larger than the buffer.
+    fn read_write_us(
+        &mut self,
+        gpu: &Gpu,
+        read: usize,
+        written: usize,
+        rotate: usize,
+    ) -> Result<Option<f64>, BoxError> {
+        if written > CEILING_BYTES {
+            return Ok(None);
+        }
+        let (n4, window4, rotate) = Ceiling::windows(read, rotate);
+        let m4 = (written / 16).max(1) as u64;
+        if let Some(&us) = self.rw_cache.get(&(read, written, rotate)) {
+            return Ok(Some(us));
+        }
+        if self
+            .written
+            .as_ref()
+            .is_none_or(|w| (w.len() as u64) < m4 * 4)
+        {
+            self.written = None;
+            self.written = Some(gpu.stream.alloc_zeros::<f32>(m4 as usize * 4)?);
+        }
+        let dst = self.written.as_mut().expect("allocated above");
+        let f = &self.read_write;
+        let best_us = Ceiling::best_us(
+            gpu,
+            &self.buf,
+            (n4, window4, rotate),
+            n4.max(m4),
+            |window, cfg| {
+                let mut b = gpu.stream.launch_builder(f);
+                b.arg(window).arg(&n4).arg(&mut *dst).arg(&m4);
+                // SAFETY: `read_write` takes (const float4*, u64, float4*, u64), reads below
+                // n4 float4s of `window` and writes below m4 float4s of `dst`, which holds
+                // at least m4 * 4 floats; both are 16-byte aligned.
+                unsafe { b.launch(cfg) }.map(drop)
+            },
+        )?;
+        self.rw_cache.insert((read, written, rotate), best_us);
+        Ok(Some(best_us))
+    }
+
+    /// The best read rate over `bytes` of the buffer (whole float4s), over a
+    /// few grid sizes, so the ceiling is not an artefact of one grid. With
+    /// `rotate` > 1 each launch reads the next of that many disjoint windows,
+    /// as the case's calls read the next copy of its input.
+    fn gbs(&mut self, gpu: &Gpu, bytes: usize, rotate: usize) -> Result<f64, BoxError> {
+        let (n4, window4, rotate) = Ceiling::windows(bytes, rotate);
+        if let Some(&g) = self.cache.get(&(bytes, rotate)) {
+            return Ok(g);
+        }
+        let (f, out) = (&self.read_sum, &mut self.out);
+        let best_us =
+            Ceiling::best_us(gpu, &self.buf, (n4, window4, rotate), n4, |window, cfg| {
+                let mut b = gpu.stream.launch_builder(f);
+                b.arg(window).arg(&n4).arg(&mut *out);
+                // SAFETY: `read_sum` takes (const float4*, u64, float*) and reads below
+                // n4 float4s, which lie inside `window` (a view of `buf`, 16-byte aligned).
+                unsafe { b.launch(cfg) }.map(drop)
+            })?;
         let g = gbs(n4 * 16, best_us);
         self.cache.insert((bytes, rotate), g);
         Ok(g)
@@ -238,6 +349,11 @@ struct Row {
     our_us: Option<f64>,
     min_us: Option<f64>,
     ceiling_gbs: Option<f64>,
+    /// Bytes of the call's results, once it ran.
+    output_bytes: Option<u64>,
+    /// Best µs of the read-write ceiling over the input's and the results'
+    /// bytes (`Ceiling::read_write_us`).
+    read_write_us: Option<f64>,
     ok: bool,
     /// Why the op does not apply to this case (torch would refuse it too).
     skipped: Option<String>,
@@ -254,6 +370,8 @@ impl Row {
             our_us: None,
             min_us: None,
             ceiling_gbs: None,
+            output_bytes: None,
+            read_write_us: None,
             ok: false,
             skipped: None,
             worst_err_over_tol: f64::NAN,
@@ -302,6 +420,7 @@ fn time_case(gpu: &Gpu, spec: &OpSpec, case: &Case, runs: (usize, usize)) -> Res
         }
     };
     let c = check_output(&want, &first)?;
+    row.output_bytes = Some(first.bytes());
     drop((first, want));
     row.worst_err_over_tol = c.worst_err_over_tol;
     if !c.ok {
@@ -435,6 +554,18 @@ fn run(args: &Args, spec: &OpSpec, cases: &[Case]) -> Result<ExitCode, BoxError>
                 .gbs(&gpu, case.input_bytes as usize, case.rotate)
                 .map_err(|e| eprintln!("  ceiling for {}: {e}", case.name))
                 .ok();
+            if let Some(written) = row.output_bytes {
+                row.read_write_us = c
+                    .read_write_us(
+                        &gpu,
+                        case.input_bytes as usize,
+                        written as usize,
+                        case.rotate,
+                    )
+                    .map_err(|e| eprintln!("  read-write ceiling for {}: {e}", case.name))
+                    .ok()
+                    .flatten();
+            }
         }
         let status = match (&row.skipped, row.ok) {
             (Some(_), _) => "n/a   ",
@@ -483,36 +614,44 @@ fn run(args: &Args, spec: &OpSpec, cases: &[Case]) -> Result<ExitCode, BoxError>
         args.cases.name()
     );
     println!();
-    println!("| case | dtype | input MB | reads | ours µs | GB/s | ceiling GB/s | % of ceiling |");
-    println!("|---|---|---:|---|---:|---:|---:|---:|");
-    let mut pcts = Vec::new();
+    println!("| case | dtype | input MB | result MB | reads | ours µs | GB/s | ceiling GB/s | % of ceiling | % of read-write ceiling |");
+    println!("|---|---|---:|---:|---|---:|---:|---:|---:|---:|");
+    let (mut pcts, mut rw_pcts) = (Vec::new(), Vec::new());
     for r in &rows {
         let b = r.case.input_bytes;
-        let (us, g, pct) = match (r.our_us, &r.skipped) {
-            (_, Some(_)) => ("n/a".into(), "–".into(), None),
+        let (us, g, pct, rw_pct) = match (r.our_us, &r.skipped) {
+            (_, Some(_)) => ("n/a".into(), "–".into(), None, None),
             (Some(u), None) => (
                 format!("{u:.1}"),
                 format!("{:.0}", gbs(b, u)),
                 r.ceiling_gbs.map(|c| 100.0 * gbs(b, u) / c),
+                r.read_write_us.map(|c| 100.0 * c / u),
             ),
-            (None, None) => ("FAILED".into(), "–".into(), None),
+            (None, None) => ("FAILED".into(), "–".into(), None, None),
         };
         pcts.extend(pct);
+        rw_pcts.extend(rw_pct);
         let ceil = r.ceiling_gbs.map_or("–".into(), |c| format!("{c:.0}"));
+        let percent = |p: Option<f64>| p.map_or("–".into(), |p| format!("{p:.0}%"));
         println!(
-            "| {} | {} | {:.1} | {} | {us} | {g} | {ceil} | {} |",
+            "| {} | {} | {:.1} | {} | {} | {us} | {g} | {ceil} | {} | {} |",
             r.case.name,
             r.case.dtype.name(),
             b as f64 / 1e6,
+            r.output_bytes
+                .map_or("–".into(), |o| format!("{:.1}", o as f64 / 1e6)),
             r.case.reads_from(),
-            pct.map_or("–".into(), |p| format!("{p:.0}%"))
+            percent(pct),
+            percent(rw_pct),
         );
     }
     let timed: Vec<f64> = rows.iter().filter_map(|r| r.our_us).collect();
+    let mean_percent = |v: &[f64]| geomean(v).map_or("–".into(), |p| format!("{p:.0}%"));
     println!(
-        "| **geometric mean** | | | | {} | | | {} |",
+        "| **geometric mean** | | | | | {} | | | {} | {} |",
         geomean(&timed).map_or("–".into(), |u| format!("{u:.1}")),
-        geomean(&pcts).map_or("–".into(), |p| format!("{p:.0}%"))
+        mean_percent(&pcts),
+        mean_percent(&rw_pcts),
     );
     println!();
     if let Some(g) = ceiling_1gib {
@@ -546,6 +685,7 @@ fn run(args: &Args, spec: &OpSpec, cases: &[Case]) -> Result<ExitCode, BoxError>
             "warmup": runs.0,
             "runs": runs.1,
             "ceiling_1gib_gbs": ceiling_1gib,
+            "read_write_ceiling_how": "read_sum's loop with a store beside each load: the case's input bytes read and its results' bytes written, y[j] by the thread that reads x[j], same grids, windows and launches as the read ceiling",
             "ceiling_how": format!("grid-stride float4 sum, 4 loads in flight per thread, 256 threads x {{4,8,16}} blocks per SM, one atomicAdd per block, best of {CEILING_RUNS} launches; per case over the case's byte count, cycling through `rotate` disjoint windows like the case"),
             "host_overhead": overhead,
             "cases": rows.iter().map(|r| json!({
@@ -561,6 +701,8 @@ fn run(args: &Args, spec: &OpSpec, cases: &[Case]) -> Result<ExitCode, BoxError>
                 "min_us": r.min_us,
                 "gbs": r.our_us.map(|u| gbs(r.case.input_bytes, u)),
                 "ceiling_gbs": r.ceiling_gbs,
+                "output_bytes": r.output_bytes,
+                "read_write_ceiling_us": r.read_write_us,
                 "ok": r.ok,
                 "skipped": r.skipped,
                 "worst_err_over_tol": if r.worst_err_over_tol.is_finite() { Some(r.worst_err_over_tol) } else { None },

@@ -15,8 +15,10 @@ SEED = 0x5EED
 DASH = "–"
 # As benches/common: inputs this large are read from DRAM even when reused.
 DRAM_BYTES = 128 << 20
-# As benches/common: integer inputs are drawn from [-1000, 1000).
-INT_RANGE = (-1000, 1000)
+def int_range(dtype):
+    """As benches/common's int_range: every value of bool and u8, [-1000,
+    1000) for the wider integers."""
+    return {"bool": (0, 2), "u8": (0, 256)}.get(dtype, (-1000, 1000))
 ESIZE = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i32": 4, "i64": 8, "u8": 1, "bool": 1}
 CASE_SETS = ("suite", "sweep")
 OPS = ("sum", "mean", "prod", "nansum", "amax", "amin", "any", "all",
@@ -91,19 +93,22 @@ def torch_dtype(name):
     import torch
 
     return {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "f64": torch.float64,
-            "i32": torch.int32, "i64": torch.int64}[name]
+            "i32": torch.int32, "i64": torch.int64, "u8": torch.uint8, "bool": torch.bool}[name]
 
 
 def torch_input(case, device, gen):
     """The case's base tensor for torch: seeded randn, or integers in
-    INT_RANGE for integer dtypes (the data differ from ours; the work does not)."""
+    int_range for integer dtypes (the data differ from ours; the work does not)."""
     import torch
 
     gen.manual_seed(SEED)
     dt = torch_dtype(case["dtype"])
     if dt.is_floating_point:
         return torch.randn(case["base_shape"], dtype=dt, device=device, generator=gen)
-    return torch.randint(*INT_RANGE, case["base_shape"], dtype=dt, device=device, generator=gen)
+    # Drawn as u8 for bool (randint's bool support varies by release).
+    draw = torch.uint8 if dt == torch.bool else dt
+    x = torch.randint(*int_range(case["dtype"]), case["base_shape"], dtype=draw, device=device, generator=gen)
+    return x.to(dt)
 
 
 class NotApplicable(Exception):

@@ -222,7 +222,7 @@ def measure_peers(cases, op, warmup, runs):
 
 def build_table(cases, op, peers, overhead, env, ours_doc, warmup, runs):
     ours_by_name = {c["name"]: c for c in (ours_doc or {}).get("cases", [])}
-    rows, cols = [], {k: [] for k in ("ours", "torch", "cupy", "vs_torch", "vs_best", "pct")}
+    rows, cols = [], {k: [] for k in ("ours", "torch", "cupy", "vs_torch", "vs_best", "pct", "pct_rw")}
     for case in cases:
         o = ours_by_name.get(case["name"], {})
         p = peers.get(case["name"], {})
@@ -236,7 +236,10 @@ def build_table(cases, op, peers, overhead, env, ours_doc, warmup, runs):
         pct = None
         if our_us and o.get("ceiling_gbs"):
             pct = 100.0 * (case["input_bytes"] / our_us / 1e3) / o["ceiling_gbs"]
-        for k, v in zip(cols, (our_us, torch_us, cupy_us, vs_torch, vs_best, pct)):
+        pct_rw = None
+        if our_us and o.get("read_write_ceiling_us"):
+            pct_rw = 100.0 * o["read_write_ceiling_us"] / our_us
+        for k, v in zip(cols, (our_us, torch_us, cupy_us, vs_torch, vs_best, pct, pct_rw)):
             cols[k].append(v)
         if o.get("skipped"):
             ours_cell = "n/a"
@@ -245,7 +248,7 @@ def build_table(cases, op, peers, overhead, env, ours_doc, warmup, runs):
         rows.append(
             f"| {case['name']} | {case['dtype']} | {case['input_bytes'] / 1e6:.1f} | {o.get('reads') or reads_from(case)} | "
             f"{ours_cell} | {fmt(torch_us)} | {fmt(cupy_us)} | "
-            f"{fmt(vs_torch, '.2f', '×')} | {fmt(vs_best, '.2f', '×')} | {fmt(pct, '.0f', '%')} |"
+            f"{fmt(vs_torch, '.2f', '×')} | {fmt(vs_best, '.2f', '×')} | {fmt(pct, '.0f', '%')} | {fmt(pct_rw, '.0f', '%')} |"
         )
     g = geomean_cells(cols, [v is not None for v in cols["ours"]], len(cases))
 
@@ -263,17 +266,19 @@ def build_table(cases, op, peers, overhead, env, ours_doc, warmup, runs):
         out.append(f"tensor-reduce commit {ours_doc.get('commit') or DASH}, run {ours_doc.get('date', DASH)}; "
                    f"read-stream ceiling over 1 GiB {fmt(ours_doc.get('ceiling_1gib_gbs'), '.0f')} GB/s "
                    "(% of ceiling uses the same kernel over each case's bytes, read from the same place: "
-                   "DRAM rows cycle through as many buffers as the case; L2-warm rows reuse one)")
+                   "DRAM rows cycle through as many buffers as the case; L2-warm rows reuse one; "
+                   "% of read-write ceiling: the same kernel also writing the case's result bytes, a store beside each load)")
     out.append(f"Timing: CUDA events around each call from the host, {warmup} warm-up calls, median of {runs} (host cost included); "
                "every side cycles through the same number of input copies. "
                "ours vs torch = torch µs / ours µs; ours vs best peer = best peer µs / ours µs; > 1 means we are faster.")
     out.append("")
-    out.append("| case | dtype | input MB | reads | ours µs | torch µs | CuPy µs | ours vs torch | ours vs best peer | % of ceiling |")
-    out.append("|---|---|---:|---|---:|---:|---:|---:|---:|---:|")
+    out.append("| case | dtype | input MB | reads | ours µs | torch µs | CuPy µs | ours vs torch | ours vs best peer | % of ceiling | % of read-write ceiling |")
+    out.append("|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     out.extend(rows)
     out.append(
         f"| **geometric mean** | | | | {gcell(g, 'ours')} | {gcell(g, 'torch')} | {gcell(g, 'cupy')} | "
-        f"{gcell(g, 'vs_torch', '.2f', '×')} | {gcell(g, 'vs_best', '.2f', '×')} | {gcell(g, 'pct', '.0f', '%')} |"
+        f"{gcell(g, 'vs_torch', '.2f', '×')} | {gcell(g, 'vs_best', '.2f', '×')} | {gcell(g, 'pct', '.0f', '%')} | "
+        f"{gcell(g, 'pct_rw', '.0f', '%')} |"
     )
     out.append("")
     out.append("Host overhead per call (µs): GPU events / wall clock of the call / wall clock of call + sync")

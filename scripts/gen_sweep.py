@@ -37,6 +37,11 @@ and a narrow one (32 outputs a row); a transposed and a permuted view of
 odd sizes; a full sum of an odd count; and small column and middle-dim sums
 (under 10 MB), each rotated and, as `_cached`, read from the caches (rotate
 = 1).
+
+And benches/int_layouts.json, the integer dtypes the sweep leaves out (i32,
+u8 and bool, whose sums accumulate in i64), as inner and outer rows of 2,
+16, 128 and 4096 at the sweep's sizes. u8 and bool take every value of
+their type; i32 takes [-1000, 1000) like i64.
 """
 
 import json
@@ -49,7 +54,7 @@ ROTATE_BYTES = 128 * MIB
 LENGTHS = [1, 2, 3, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096, 16384, 65536]
 OTHER_DTYPE_LENGTHS = [2, 16, 128, 4096, 16384, 65536]
 ODD_LENGTHS = [5, 7, 100]
-ESIZE = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i64": 8}
+ESIZE = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i32": 4, "i64": 8, "u8": 1, "bool": 1}
 
 
 def target(dtype, quick):
@@ -165,6 +170,16 @@ def odd_layouts():
     return cases
 
 
+def int_layouts():
+    cases = []
+    for dtype in ("i32", "u8", "bool"):
+        for length in (2, 16, 128, 4096):
+            cases += row_cases(dtype, length)
+    names = [c["name"] for c in cases]
+    assert len(names) == len(set(names)), "case names are unique"
+    return cases
+
+
 def write(name, about, cases):
     path = ROOT / "benches" / name
     path.write_text(json.dumps({"about": about, "cases": cases}, indent=1) + "\n")
@@ -183,6 +198,10 @@ def main():
           "Layouts off the sweep's powers of two, written by scripts/gen_sweep.py (its docstring is the rule). "
           "Same fields as sweep.json.",
           odd_layouts())
+    write("int_layouts.json",
+          "The integer dtypes the sweep leaves out (i32, u8, bool; each summed into i64), as rows and columns of 2, 16, "
+          "128 and 4096, written by scripts/gen_sweep.py (its docstring is the rule). Same fields as sweep.json.",
+          int_layouts())
 
 
 if __name__ == "__main__":

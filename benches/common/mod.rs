@@ -23,9 +23,17 @@ pub const SWEEP_JSON: &str = include_str!("../sweep.json");
 /// buffer is reduced again and again (more than twice the H200's 60 MB L2).
 pub const DRAM_BYTES: u64 = 128 << 20;
 
-/// Integer inputs are drawn from this range: sums of the sweep's rows stay
-/// exact in f64.
-pub const INT_RANGE: (i64, i64) = (-1000, 1000);
+/// The half-open range integer inputs of `dtype` are drawn from: every
+/// value of the narrow types (so their sums carry and wrap as real data
+/// would), and [-1000, 1000) for the wide ones, whose rows' sums then stay
+/// exact in f64. `scripts/bench_common.py` draws the peers' from the same.
+pub fn int_range(dtype: DType) -> (i64, i64) {
+    match dtype {
+        DType::Bool => (0, 2),
+        DType::U8 => (0, 256),
+        _ => (-1000, 1000),
+    }
+}
 
 /// Seed of every input tensor: fixed, so that every run and every machine
 /// sums the same numbers.
@@ -159,20 +167,14 @@ impl Case {
     }
 
     /// The input tensor of this case, on the host: seeded randn of the base
-    /// shape (integers in [`INT_RANGE`] for integer dtypes), then the view.
+    /// shape (integers in [`int_range`] for integer dtypes), then the view.
     pub fn make_input(&self) -> tensor_reduce::Result<(Tensor, Tensor)> {
         let cpu = tensor_reduce::Device::Cpu;
         let base = if self.dtype.is_floating_point() {
             Tensor::randn(&self.base_shape, self.dtype, cpu, SEED)?
         } else {
-            Tensor::randint(
-                INT_RANGE.0,
-                INT_RANGE.1,
-                &self.base_shape,
-                self.dtype,
-                cpu,
-                SEED,
-            )?
+            let (low, high) = int_range(self.dtype);
+            Tensor::randint(low, high, &self.base_shape, self.dtype, cpu, SEED)?
         };
         let view = self.view.apply(&base)?;
         Ok((base, view))

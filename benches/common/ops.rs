@@ -26,6 +26,15 @@ impl Output {
             second: Some(second),
         }
     }
+
+    /// Bytes the call wrote: every output's elements.
+    pub fn bytes(&self) -> u64 {
+        [Some(&self.first), self.second.as_ref()]
+            .into_iter()
+            .flatten()
+            .map(|t| (t.numel() * t.dtype().size_in_bytes()) as u64)
+            .sum()
+    }
 }
 
 /// One op bound to the dims of one case.
