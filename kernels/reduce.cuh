@@ -134,8 +134,8 @@ struct ReduceArgs {
 // threads per block, the blocks per SM its register budget is set for, and
 // the bytes of one copy of staged rows (and their spans' alignment).
 constexpr int kMaxRowsPerThread = 8;
-constexpr int kShortRowsThreads = 256;
-constexpr int kShortRowsMinBlocksPerSm = 4;
+constexpr int kShortRowsThreads = 64;
+constexpr int kShortRowsMinBlocksPerSm = 16;
 constexpr int kShortRowsStageAlign = 16;
 // short_rows_kernel's wide_loads instantiation, for rows read in whole
 // vectors of kShortRowsWideVecSize inputs or more (sums and means of 16-bit
@@ -143,7 +143,7 @@ constexpr int kShortRowsStageAlign = 16;
 // kShortRowsWideMinBlocksPerSm blocks: the host's SHORT_ROWS_WIDE_VEC_SIZE
 // and SHORT_ROWS_WIDE_MIN_BLOCKS_PER_SM (see there for the measurements).
 constexpr int kShortRowsWideVecSize = 8;
-constexpr int kShortRowsWideMinBlocksPerSm = 3;
+constexpr int kShortRowsWideMinBlocksPerSm = 12;
 
 // reduce_kernel's register budget. PyTorch budgets 4 resident blocks per SM
 // (C10_LAUNCH_BOUNDS_2(nt, 4)), which leaves 32 registers a thread at 512
@@ -1566,10 +1566,11 @@ __global__ void __launch_bounds__(nt, (reduce_kernel_min_blocks_per_sm<nt, outpu
 // The ShortRows strategy's entry, with its own register budget: a thread
 // holds kMaxRowsPerThread vector loads at once, which reduce_kernel's
 // budget (32 registers at 512 threads and 4 blocks per SM) spilled to local
-// memory, costing about half the bandwidth. With 64 registers at 256
-// threads they stay in registers, and 4 blocks per SM keep enough bytes in
-// flight; 3 (80 registers) for wide_loads, rows read in vectors that each
-// widen into kShortRowsWideVecSize values or more.
+// memory, costing about half the bandwidth. With 64 registers a thread
+// (16 blocks of two warps an SM) they stay in registers; 12 blocks (80
+// registers) for wide_loads, rows read in vectors that each widen into
+// kShortRowsWideVecSize values or more. Blocks of two warps, so a warp
+// that ends early frees its block's slots soon (SHORT_ROWS_THREADS).
 template <typename R, bool one_dim, bool wide_loads>
 __global__ void __launch_bounds__(kShortRowsThreads,
                                   wide_loads ? kShortRowsWideMinBlocksPerSm : kShortRowsMinBlocksPerSm)

@@ -17,10 +17,20 @@ use crate::iter::TensorIterator;
 use crate::reduce::Signature;
 
 /// Threads per block under [`Strategy::ShortRows`] (at most the op's
-/// `max_num_threads`): a warp per block row, several rows per warp. Also
-/// `short_rows_kernel`'s launch bound (`kShortRowsThreads`, checked equal
-/// in the generated source).
-pub const SHORT_ROWS_THREADS: u32 = 256;
+/// `max_num_threads`): a warp per block row, several rows per warp, two
+/// warps a block. Also `short_rows_kernel`'s launch bound
+/// (`kShortRowsThreads`, checked equal in the generated source).
+///
+/// Two warps rather than eight: a warp's life is mostly one wait on its
+/// loads, and an SM frees a block's registers only when its last warp
+/// ends, so in a block of eight the warps done early held their slots,
+/// with nothing in flight, while the slowest waited. At the same registers
+/// a thread, on an H200 (docs/PERFORMANCE.md), blocks of 64 threads
+/// against 256 ran f16 and bf16 rows of 16 1.09x and 1.10x faster, i64 rows
+/// of 16 and 37 1.08x and 1.12x, f32 rows of 100 1.06x and the 4 MB rows
+/// of 128 1.14x, no case measured slower, and blocks of 128 threads fell
+/// between.
+pub const SHORT_ROWS_THREADS: u32 = 64;
 
 /// The most rows one thread takes under [`Strategy::ShortRows`], that is
 /// the most loads it keeps in flight. The kernel sizes its register arrays
@@ -30,11 +40,11 @@ pub const SHORT_ROWS_MAX_ROWS_PER_THREAD: u32 = 8;
 /// The blocks per SM that `short_rows_kernel`'s and `packed_rows_kernel`'s
 /// register budget is set for (their `__launch_bounds__`,
 /// `kShortRowsMinBlocksPerSm`, checked equal in the generated source): 64
-/// registers a thread at 256 threads, room for
+/// registers a thread at [`SHORT_ROWS_THREADS`] (1024 threads an SM), room for
 /// [`SHORT_ROWS_MAX_ROWS_PER_THREAD`] 16-byte loads without spilling. A
 /// full wave is this many blocks on every SM (fewer for the `wide_loads`
 /// kernel, [`SHORT_ROWS_WIDE_MIN_BLOCKS_PER_SM`]).
-pub const SHORT_ROWS_MIN_BLOCKS_PER_SM: u32 = 4;
+pub const SHORT_ROWS_MIN_BLOCKS_PER_SM: u32 = 16;
 
 /// ShortRows launches whose rows are read in whole vectors of this many
 /// inputs or more (sums and means of 16-bit inputs: 8 f32 values out of
@@ -51,17 +61,17 @@ pub fn has_wide_loads(input_vec_size: u32) -> bool {
 }
 
 /// The blocks per SM of `short_rows_kernel`'s `wide_loads` instantiation
-/// (`kShortRowsWideMinBlocksPerSm`, checked equal): 80 registers a thread,
-/// where eight loads widened into 64 f32 values and the rows' bookkeeping
-/// did not fit 64 (f16 sum spilled 348 bytes a thread in the N-d variant).
-/// On an H200 (docs/PERFORMANCE.md), f16 rows of 16-256 read in 16-byte
-/// vectors ran 1.06-1.16x faster in this kernel than in the 4-block one,
-/// bf16 rows of 16 and 128 1.05x and 1.11x, and N-d f16 rows of 16 1.29x;
-/// with every ShortRows kernel at 3 blocks, f16 rows read a scalar a lane,
-/// staged or ragged (3, 5, 7, 12, 33, 100) ran 0.84-0.93x as fast: those
-/// keep the 4-block kernel, as do 4- and 8-byte inputs (level to 1.45x
-/// slower at 3 blocks).
-pub const SHORT_ROWS_WIDE_MIN_BLOCKS_PER_SM: u32 = 3;
+/// (`kShortRowsWideMinBlocksPerSm`, checked equal): 80 registers a thread
+/// (768 threads an SM), where eight loads widened into 64 f32 values and
+/// the rows' bookkeeping did not fit 64 (f16 sum spilled 348 bytes a
+/// thread in the N-d variant). On an H200 (docs/PERFORMANCE.md, measured
+/// in blocks of 256 threads), f16 rows of 16-256 read in 16-byte vectors
+/// ran 1.06-1.16x faster at 80 registers than at 64, bf16 rows of 16 and
+/// 128 1.05x and 1.11x, and N-d f16 rows of 16 1.29x; with every ShortRows
+/// kernel at 80, f16 rows read a scalar a lane, staged or ragged (3, 5, 7,
+/// 12, 33, 100) ran 0.84-0.93x as fast: those keep the 64-register
+/// kernel, as do 4- and 8-byte inputs (level to 1.45x slower at 80).
+pub const SHORT_ROWS_WIDE_MIN_BLOCKS_PER_SM: u32 = 12;
 
 /// Rows of at most this many bytes that no vector load fits (an odd length,
 /// or starts off a vector boundary) take a lane each under
@@ -91,12 +101,12 @@ pub const STAGED_ROW_MAX_BYTES: u64 = 64;
 
 /// Shared memory a block of [`Strategy::ShortRows`] may stage packed
 /// scalar rows in ([`ShortRows::staged`]); rows per thread are capped so a
-/// block's spans fit. 48 KiB is the most dynamic shared memory a launch
-/// gets without opting in; the [`SHORT_ROWS_MIN_BLOCKS_PER_SM`] blocks
-/// the register budget allows then take 192 KiB of Hopper's 227 (three fit
-/// on sm_80). More rows a thread keep more copies in flight: packed f32
-/// rows of 5 ran 8% faster at 8 rows a thread (40 KiB) than at 4.
-pub const SHORT_ROWS_STAGE_BYTES: u32 = 48 * 1024;
+/// block's spans fit. The [`SHORT_ROWS_MIN_BLOCKS_PER_SM`] blocks the
+/// register budget allows then take 192 KiB of Hopper's 227 (13 fit in
+/// sm_80's 164). More rows a thread keep more copies in flight: packed
+/// f32 rows of 5 ran 8% faster at 8 rows a thread than at 4 (measured at
+/// four times these blocks' threads and stage).
+pub const SHORT_ROWS_STAGE_BYTES: u32 = 12 * 1024;
 
 /// Alignment of a warp's span of packed rows: the width of one copy
 /// (`cp.async` of 16 bytes) into shared memory.

@@ -208,9 +208,9 @@ fn warps_split_outputs_when_each_thread_has_little_work() {
 #[test]
 fn short_rows_share_warps_and_keep_loads_in_flight() {
     // [1048576, 16] f32 over dim 1: 16-byte loads of 4 -> 4 lanes per row,
-    // 32 / 4 = 8 rows per warp, block (32, 8) -> 64 rows per pass. A full
-    // wave is 132 SMs x min(2048/256, 4 the register budget allows) = 528
-    // blocks; 8 rows per thread leave 2^20 / (64 x 8) = 2048 blocks >= 528,
+    // 32 / 4 = 8 rows per warp, block (32, 2) -> 16 rows per pass. A full
+    // wave is 132 SMs x min(2048/64, 16 the register budget allows) = 2112
+    // blocks; 8 rows per thread leave 2^20 / (16 x 8) = 8192 blocks >= 2112,
     // so 8.
     let p = plan(&[1_048_576, 16], &[16, 1], 0, &[1], DType::F32);
     let l = only(&p);
@@ -246,7 +246,7 @@ fn short_rows_share_warps_and_keep_loads_in_flight() {
     };
     assert_eq!(l.strategy, rows(16, 4, 4));
     let c = &l.config;
-    assert_eq!((l.block, l.grid), ([32, 8, 1], [2048, 1, 1]));
+    assert_eq!((l.block, l.grid), ([32, 2, 1], [8192, 1, 1]));
     assert_eq!(
         (
             c.lanes_per_row,
@@ -254,7 +254,7 @@ fn short_rows_share_warps_and_keep_loads_in_flight() {
             c.rows_per_thread,
             c.step_output
         ),
-        (4, 4, 8, 64)
+        (4, 4, 8, 16)
     );
     assert_eq!(l.shared_memory_bytes + l.staging_bytes as u32, 0);
     // PyTorch's own plan stays beside it: (16, 32) lanes x warps, scalar loads.
@@ -263,16 +263,16 @@ fn short_rows_share_warps_and_keep_loads_in_flight() {
         .expect("PyTorch's config is kept for explain");
     assert_eq!((pt.block(), pt.vectorize_input), ([16, 32, 1], false));
     assert!(p.to_string().contains("ShortRows"), "{p}");
-    // f16 rows of 16: 16-byte loads of 8 -> 2 lanes, 16 rows per warp, 128
-    // per pass, and a wave of 3 x 132 = 396 blocks (the kernel's budget for
-    // loads that widen into 8 values); 8 rows per thread leave 1024 >= 396
-    // blocks. 2^16 rows: 8 would leave 64 blocks, 4 128, 2 256, all short
-    // of a wave: 1.
+    // f16 rows of 16: 16-byte loads of 8 -> 2 lanes, 16 rows per warp, 32
+    // per pass, and a wave of 12 x 132 = 1584 blocks (the kernel's budget
+    // for loads that widen into 8 values); 8 rows per thread leave 4096 >=
+    // 1584 blocks. 2^16 rows: 8 would leave 256 blocks, 4 512, 2 1024, all
+    // short of a wave: 1.
     let h = only(&plan(&[1 << 20, 16], &[16, 1], 0, &[1], DType::F16)).clone();
     assert_eq!(h.strategy, rows(16, 8, 2));
-    assert_eq!((h.config.rows_per_thread, h.grid), (8, [1024, 1, 1]));
+    assert_eq!((h.config.rows_per_thread, h.grid), (8, [4096, 1, 1]));
     let h = only(&plan(&[1 << 16, 16], &[16, 1], 0, &[1], DType::F16)).clone();
-    assert_eq!((h.config.rows_per_thread, h.grid), (1, [512, 1, 1]));
+    assert_eq!((h.config.rows_per_thread, h.grid), (1, [2048, 1, 1]));
     // Which lanes store, as the kernel's spread_rows and tree decide: with
     // 8 rows a thread the first lanes of a power of two (at most 8) store
     // 8 / that many each; with fewer, a row's first lane stores it.
@@ -285,17 +285,17 @@ fn short_rows_share_warps_and_keep_loads_in_flight() {
         let text = plan(&shape, &[shape[1] as isize, 1], 0, &[1], DType::F32).to_string();
         assert!(text.contains(says), "{shape:?}: {text}");
     }
-    // 2^18 rows: 8 leave 256, 4 512 >= 396: 4. The same rows of f32 (4
-    // lanes, 64 rows a pass) keep the 4-block budget's wave of 528: 8
-    // leave 512, 4 1024: 4.
+    // 2^18 rows: 8 leave 1024, 4 2048 >= 1584: 4. The same rows of f32 (4
+    // lanes, 16 rows a pass) keep the 64-register budget's wave of 2112: 8
+    // leave 2048, 4 4096: 4.
     let h = only(&plan(&[1 << 18, 16], &[16, 1], 0, &[1], DType::F16)).clone();
-    assert_eq!((h.config.rows_per_thread, h.grid), (4, [512, 1, 1]));
+    assert_eq!((h.config.rows_per_thread, h.grid), (4, [2048, 1, 1]));
     assert!(h.config.wide_loads());
     let h = only(&plan(&[1 << 18, 16], &[16, 1], 0, &[1], DType::F32)).clone();
-    assert_eq!((h.config.rows_per_thread, h.grid), (4, [1024, 1, 1]));
+    assert_eq!((h.config.rows_per_thread, h.grid), (4, [4096, 1, 1]));
     assert!(!h.config.wide_loads());
     // 16-bit rows that no 16-byte vector reads whole (staged rows of 12,
-    // scalar rows of 3) keep the 4-block kernel and its wave of 528.
+    // scalar rows of 3) keep the 64-register kernel.
     for len in [12, 3] {
         let h = only(&plan(
             &[1 << 20, len],
@@ -314,8 +314,8 @@ fn short_rows_share_warps_and_keep_loads_in_flight() {
     // of up to 64 bytes from an aligned base are staged (9 f32); longer
     // ones, and those with gaps, are ragged: 16-byte vectors around the
     // row (9 f32 with a gap: 3 vectors at most, 3 lanes; 17 f32: 5, 5
-    // lanes). 1000 rows fill no wave: one row per thread, 1000 / (32 x 8)
-    // -> 4 blocks.
+    // lanes). 1000 rows fill no wave: one row per thread, 1000 / (32 x 2)
+    // -> 16 blocks.
     for (shape, strides, offset, expected) in [
         (vec![1000usize, 7], vec![7isize, 1], 0usize, staged(7)),
         (vec![1000, 8], vec![9, 1], 0, rows(8, 1, 1)),
@@ -331,7 +331,7 @@ fn short_rows_share_warps_and_keep_loads_in_flight() {
     }
     assert_eq!(
         only(&plan(&[1000, 7], &[7, 1], 0, &[1], DType::F32)).grid,
-        [4, 1, 1]
+        [16, 1, 1]
     );
     // explain says how ragged rows are read: rows of 37 f32 span at most
     // (37 + 3) / 4 rounded up = 10 vectors, a lane each, 3 rows a warp.
@@ -444,9 +444,9 @@ fn rows_shorter_than_a_load_are_packed_several_a_lane() {
     // rows of 2 two; u8 rows of 2 two (sum's u8 loads are 4 wide); also
     // from a base a load in, with a short last group, and over kept dims
     // that coalesce. The lane's rows are its output vector. 2^20 rows of 2 f16:
-    // 4 a lane, 256 lanes a block and 8 groups a thread -> 2^20 / (4 x 256
-    // x 8) = 128 blocks, short of a 528-block wave, so 1 group a thread
-    // and 1024 blocks.
+    // 4 a lane, 64 lanes a block and 8 groups a thread -> 2^20 / (4 x 64 x
+    // 8) = 512 blocks, short of a 2112-block wave (as are 1024 and 2048 at
+    // 4 and 2 groups), so 1 group a thread and 4096 blocks.
     let l = launch(&[1 << 20, 2], &[2, 1], 0, DType::F16);
     assert_eq!(packed(&l), 4);
     let c = &l.config;
@@ -454,7 +454,7 @@ fn rows_shorter_than_a_load_are_packed_several_a_lane() {
         (c.output_vec_size, c.row_vec_size, c.lanes_per_row),
         (4, 8, 1)
     );
-    assert_eq!((c.rows_per_thread, l.grid), (1, [1024, 1, 1]));
+    assert_eq!((c.rows_per_thread, l.grid), (1, [4096, 1, 1]));
     for (shape, offset, dtype, rows) in [
         (vec![1usize << 24, 2], 0usize, DType::F16, 4),
         (vec![1 << 24, 4], 0, DType::BF16, 2),
@@ -512,11 +512,11 @@ fn packed_scalar_rows_are_staged_through_shared_memory() {
         only(&plan(shape, strides, offset, reduce, dtype)).clone()
     };
     let staged = |l: &LaunchPlan| matches!(l.strategy, Strategy::ShortRows(r) if r.staged);
-    // 2^22 packed f32 rows of 7 fill a wave at 8 rows a thread, but 8 warps
-    // x 8 rows x a span of 32 x 28 B = 57344 B of stage is over 48 KiB: 4
-    // rows a thread, 28672 B. Rows of 3: 8 x 8 x 32 x 12 = 24576 B, so 8;
-    // rows of 5: 40960 B, so 8.
-    for (len, rows_per_thread, stage) in [(7usize, 4, 28672), (3, 8, 24576), (5, 8, 40960)] {
+    // 2^22 packed f32 rows of 7 fill a wave at 8 rows a thread, but 2 warps
+    // x 8 rows x a span of 32 x 28 B = 14336 B of stage is over 12 KiB: 4
+    // rows a thread, 7168 B. Rows of 3: 2 x 8 x 32 x 12 = 6144 B, so 8;
+    // rows of 5: 10240 B, so 8.
+    for (len, rows_per_thread, stage) in [(7usize, 4, 7168), (3, 8, 6144), (5, 8, 10240)] {
         let l = strategy(&[1 << 22, len], &[len as isize, 1], 0, &[1], DType::F32);
         assert!(staged(&l), "rows of {len}: {:?}", l.strategy);
         assert!(l.config.stage_rows);
@@ -580,7 +580,7 @@ fn packed_scalar_rows_are_staged_through_shared_memory() {
     }
     let p = plan(&[1 << 22, 7], &[7, 1], 0, &[1], DType::F32);
     let text = p.to_string();
-    assert!(text.contains("28672 B of shared memory"), "{text}");
+    assert!(text.contains("7168 B of shared memory"), "{text}");
     assert!(text.contains("16-byte aligned base"), "{text}");
 }
 
