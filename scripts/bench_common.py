@@ -15,10 +15,6 @@ SEED = 0x5EED
 DASH = "–"
 # As benches/common: inputs this large are read from DRAM even when reused.
 DRAM_BYTES = 128 << 20
-def int_range(dtype):
-    """As benches/common's int_range: every value of bool and u8, [-1000,
-    1000) for the wider integers."""
-    return {"bool": (0, 2), "u8": (0, 256)}.get(dtype, (-1000, 1000))
 ESIZE = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i32": 4, "i64": 8, "u8": 1, "bool": 1}
 CASE_SETS = ("suite", "sweep")
 OPS = ("sum", "mean", "prod", "nansum", "amax", "amin", "any", "all",
@@ -87,6 +83,12 @@ def cupy_view(x, view):
     if kind == "permute":
         return x.transpose(args)
     return x
+
+
+def int_range(dtype):
+    """As benches/common's int_range: every value of bool and u8, [-1000,
+    1000) for the wider integers."""
+    return {"bool": (0, 2), "u8": (0, 256)}.get(dtype, (-1000, 1000))
 
 
 def torch_dtype(name):
