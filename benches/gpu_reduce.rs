@@ -295,6 +295,7 @@ impl Ceiling {
             .as_ref()
             .is_none_or(|w| (w.len() as u64) < m4 * 4)
         {
+            // The smaller buffer is freed before the larger is allocated.
             self.written = None;
             self.written = Some(gpu.stream.alloc_zeros::<f32>(m4 as usize * 4)?);
         }
@@ -617,6 +618,7 @@ fn run(args: &Args, spec: &OpSpec, cases: &[Case]) -> Result<ExitCode, BoxError>
     println!("| case | dtype | input MB | result MB | reads | ours µs | GB/s | ceiling GB/s | % of ceiling | % of read-write ceiling |");
     println!("|---|---|---:|---:|---|---:|---:|---:|---:|---:|");
     let (mut pcts, mut rw_pcts) = (Vec::new(), Vec::new());
+    let percent = |p: Option<f64>| p.map_or("–".into(), |p| format!("{p:.0}%"));
     for r in &rows {
         let b = r.case.input_bytes;
         let (us, g, pct, rw_pct) = match (r.our_us, &r.skipped) {
@@ -632,7 +634,6 @@ fn run(args: &Args, spec: &OpSpec, cases: &[Case]) -> Result<ExitCode, BoxError>
         pcts.extend(pct);
         rw_pcts.extend(rw_pct);
         let ceil = r.ceiling_gbs.map_or("–".into(), |c| format!("{c:.0}"));
-        let percent = |p: Option<f64>| p.map_or("–".into(), |p| format!("{p:.0}%"));
         println!(
             "| {} | {} | {:.1} | {} | {} | {us} | {g} | {ceil} | {} | {} |",
             r.case.name,
@@ -646,12 +647,11 @@ fn run(args: &Args, spec: &OpSpec, cases: &[Case]) -> Result<ExitCode, BoxError>
         );
     }
     let timed: Vec<f64> = rows.iter().filter_map(|r| r.our_us).collect();
-    let mean_percent = |v: &[f64]| geomean(v).map_or("–".into(), |p| format!("{p:.0}%"));
     println!(
         "| **geometric mean** | | | | | {} | | | {} | {} |",
         geomean(&timed).map_or("–".into(), |u| format!("{u:.1}")),
-        mean_percent(&pcts),
-        mean_percent(&rw_pcts),
+        percent(geomean(&pcts)),
+        percent(geomean(&rw_pcts)),
     );
     println!();
     if let Some(g) = ceiling_1gib {
