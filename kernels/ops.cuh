@@ -19,10 +19,20 @@
 // before `sum(dtype=)`), then converted to compute_t, the type the op
 // computes in. Without a value-changing cast, cast_t is compute_t.
 // The kernel only ever calls these, so a new op is a new functor in
-// kernels/ops/, never a change to reduce.cuh.
+// kernels/ops/, never a change to reduce.cuh. One trait is optional:
+//   ByteSum<ops_t, scalar_t>  true where reducing one-byte inputs is adding
+//                          them as integers, exact in any order: the kernel
+//                          may then add a load's bytes four an instruction
+//                          (add_bytes) and combine that partial sum into the
+//                          accumulator, as it combines another lane's.
 #pragma once
 
 namespace tr {
+
+template <typename ops_t, typename scalar_t>
+struct ByteSum {
+  static constexpr bool value = false;
+};
 
 // Per-launch scalars an op may need (mean's factor, var's correction): the
 // host's OpParams.
@@ -71,6 +81,23 @@ __device__ __forceinline__ compute_t add_input_op(compute_t acc, compute_t v) {
   } else {
     return add_op(acc, v);
   }
+}
+
+// `sum` plus the bytes of a vector of one-byte inputs, four at a time:
+// dp4a multiplies a word's four bytes by four ones and adds them to `sum`
+// in one instruction, where widening each byte and adding it to a 64-bit
+// sum took about six. u8 and bool inputs are unsigned bytes (a bool holds
+// 0 or 1, as the host's Tensor guarantees). Callers add at most a few
+// thousand bytes into one `sum`, far from wrapping its 32 bits.
+template <typename T, int N>
+__device__ __forceinline__ uint32_t add_bytes(const aligned_vector<T, N>& v, uint32_t sum) {
+  static_assert(sizeof(T) == 1 && N % 4 == 0, "add_bytes takes whole words of bytes");
+  const uint32_t* words = reinterpret_cast<const uint32_t*>(&v);
+#pragma unroll
+  for (int k = 0; k < N / 4; k++) {
+    asm("dp4a.u32.u32 %0, %1, %2, %3;" : "=r"(sum) : "r"(words[k]), "r"(0x01010101u), "r"(sum));
+  }
+  return sum;
 }
 
 __device__ __forceinline__ int64_t mul_op(int64_t a, int64_t b) {

@@ -560,13 +560,31 @@ struct ReduceOp {
 #pragma unroll
         for (int r = 0; r < kMaxRowsPerThread; r++) {
           if (rows.live[r]) {
-#pragma unroll
-            for (int i = 0; i < W; i++) {
-              value[r] = op.reduce(value[r], values[r].val[i], (int64_t)(vector * W + i));
-            }
+            value[r] = reduce_vector(op, value[r], values[r], (int64_t)(vector * W));
           }
         }
       }
+    }
+  }
+
+  // Whether a load of W inputs of one output may be added as bytes
+  // (ByteSum, kernels/ops.cuh): whole words of them.
+  static constexpr bool sums_bytes(int w) { return ByteSum<ops_t, scalar_t>::value && w % 4 == 0; }
+
+  // One load of W inputs of a single output, the first of them input
+  // `first`, folded into `acc`: in index order, or as the load's byte sum
+  // where the op allows it.
+  template <int W>
+  __device__ __forceinline__ arg_t reduce_vector(const ops_t& op, arg_t acc, const aligned_vector<scalar_t, W>& v,
+                                                 int64_t first) const {
+    if constexpr (sums_bytes(W)) {
+      return op.combine(acc, (arg_t)add_bytes(v, 0u));
+    } else {
+#pragma unroll
+      for (int i = 0; i < W; i++) {
+        acc = op.reduce(acc, v.val[i], first + i);
+      }
+      return acc;
     }
   }
 
@@ -1176,12 +1194,22 @@ struct ReduceOp {
       for (int u = 0; u < kLoadsInFlight; u++) {
         batch[u] = vectors[vector_at(idx + u * stride)];
       }
+      if constexpr (sums_bytes(input_vec_size)) {
+        // The batch's bytes in one partial sum (exact in any order).
+        uint32_t bytes = 0;
 #pragma unroll
-      for (int u = 0; u < kLoadsInFlight; u++) {
+        for (int u = 0; u < kLoadsInFlight; u++) {
+          bytes = add_bytes(batch[u], bytes);
+        }
+        value_list[0] = op.combine(value_list[0], (arg_t)bytes);
+      } else {
 #pragma unroll
-        for (int i = 0; i < input_vec_size; i++) {
-          value_list[i] =
-              op.reduce(value_list[i], batch[u].val[i], (int64_t)shift + (int64_t)(idx + u * stride) * input_vec_size + i);
+        for (int u = 0; u < kLoadsInFlight; u++) {
+#pragma unroll
+          for (int i = 0; i < input_vec_size; i++) {
+            value_list[i] = op.reduce(value_list[i], batch[u].val[i],
+                                      (int64_t)shift + (int64_t)(idx + u * stride) * input_vec_size + i);
+          }
         }
       }
       idx += kLoadsInFlight * stride;
@@ -1189,9 +1217,13 @@ struct ReduceOp {
 
     while ((uint64_t)idx * input_vec_size + input_vec_size - 1 < (uint64_t)end) {
       const load_t values_vec = vectors[vector_at(idx)];
+      if constexpr (sums_bytes(input_vec_size)) {
+        value_list[0] = reduce_vector(op, value_list[0], values_vec, 0);
+      } else {
 #pragma unroll
-      for (int i = 0; i < input_vec_size; i++) {
-        value_list[i] = op.reduce(value_list[i], values_vec.val[i], (int64_t)shift + (int64_t)idx * input_vec_size + i);
+        for (int i = 0; i < input_vec_size; i++) {
+          value_list[i] = op.reduce(value_list[i], values_vec.val[i], (int64_t)shift + (int64_t)idx * input_vec_size + i);
+        }
       }
       idx += stride;
     }

@@ -290,6 +290,57 @@ fn wide_loads_short_rows() {
     }
 }
 
+/// u8 and bool sums, whose loads the kernel adds as bytes (four a `dp4a`):
+/// every u8 value, short rows and long ones, rows that start off a word
+/// (narrowed), tails past the last whole vector, `dtype=` outputs that keep
+/// or leave the byte path, and columns; all against the CPU bit for bit,
+/// and rows of 255s against their closed form.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn byte_sums() {
+    let Some((dev, _)) = gpu("byte_sums") else {
+        return;
+    };
+    let shapes: [(&[usize], Option<(usize, usize)>); 9] = [
+        (&[300_000, 4], None),
+        (&[300_000, 16], None),
+        (&[60_000, 128], None),
+        (&[40_000, 130], Some((1, 128))),
+        (&[3_000, 1_000], None),
+        (&[300, 4_096], None),
+        (&[37, 65_539], None),
+        (&[2, 1 << 22], None),
+        (&[1, 3 << 20], Some((3, (3 << 20) - 5))),
+    ];
+    for (i, &(shape, narrow)) in shapes.iter().enumerate() {
+        let view = |t: &Tensor| match narrow {
+            Some((start, len)) => t.narrow(1, start, len).unwrap(),
+            None => t.clone(),
+        };
+        let u8s = Tensor::randint(0, 256, shape, DType::U8, Device::Cpu, 300 + i as u64).unwrap();
+        let bools = ints(shape, DType::Bool, 400 + i as u64);
+        for out in [DType::I64, DType::I32, DType::F32] {
+            check(&u8s, view, &[1], out, dev);
+        }
+        check(&bools, view, &[1], DType::I64, dev);
+        check(&u8s, view, &[0], DType::I64, dev);
+    }
+    // Rows of 255s: a row's sum is 255 times its length, however its
+    // bytes were grouped.
+    for (rows, len) in [(100_000, 16), (5_000, 1_001), (3, 3 << 20)] {
+        let x = Tensor::from_vec(vec![255u8; rows * len], &[rows, len])
+            .unwrap()
+            .to_device(dev)
+            .unwrap();
+        let got = x.sum(&[1], false).unwrap().to_vec::<i64>().unwrap();
+        assert!(
+            got.iter().all(|&s| s == 255 * len as i64),
+            "rows of {len} 255s: {:?}",
+            &got[..3]
+        );
+    }
+}
+
 /// Rows for just over half the device's warp slots: long rows (PyTorch's
 /// warps would split them) then take a warp each.
 fn rows_for_a_warp_each(props: &DeviceProps) -> usize {

@@ -16,6 +16,13 @@ struct SumOps : ScalarOpsBase<compute_t> {
   __device__ __forceinline__ arg_t combine(arg_t a, arg_t b) const { return add_op(a, b); }
 };
 
+// An int64 sum of u8 or bool inputs, with no cast between, adds integers
+// (wrapping, so associative): a load's bytes may be added first.
+template <typename scalar_t>
+struct ByteSum<SumOps<int64_t, int64_t>, scalar_t> {
+  static constexpr bool value = is_same<scalar_t, uint8_t>::value || is_same<scalar_t, Bool>::value;
+};
+
 template <typename compute_t, typename cast_t>
 struct NanSumOps : ScalarOpsBase<compute_t> {
   using arg_t = compute_t;
