@@ -67,7 +67,7 @@ __device__ __forceinline__ double add_op(double a, double b) { return a + b; }
 // i64 rows' SASS). With these adds, i32 rows of 2-128 ran 1.06-1.14x
 // faster on an H200 (long rows and columns level); i64 rows, two adds a
 // load where i32 rows have four, ran 7-16% slower with them, so i64 inputs
-// keep the plain add (docs/PERFORMANCE.md).
+// keep the plain add (docs/performance-history.md).
 template <typename scalar_t, typename compute_t>
 __device__ __forceinline__ compute_t add_input_op(compute_t acc, compute_t v) {
   constexpr bool narrow_integer =

@@ -183,7 +183,7 @@ constexpr int kReservedRegisters = 12;
 // (our planner now counts a wave by the kernel's registers, but a wave of
 // 6 blocks keeps fewer bytes in flight than one of 8): f32 columns of 16384
 // and 65536 rows and NHWC channel statistics read at 75-83% of an H200's
-// read ceiling (docs/PERFORMANCE.md has them on a full SM). To fit, such a
+// read ceiling (docs/performance-history.md has them on a full SM). To fit, such a
 // lane folds its loads into one set of accumulators rather than vt0 (its
 // loads are still all in flight before any is reduced): with vt0 sets f32
 // sum spilled 12 bytes a thread, and columns short enough that each lane
@@ -827,7 +827,7 @@ struct ReduceOp {
   // short_rows_kernel's wide_loads instantiation (its one-dim rows ran up
   // to 1.75x slower); no other kernel of any module does (checked in the
   // SASS of them all), and hiding the test there too moved their register
-  // allocation, costing f64 rows of 16 9% (docs/PERFORMANCE.md), so only
+  // allocation, costing f64 rows of 16 9% (docs/performance-history.md), so only
   // that instantiation hides it. The two forms are spelled apart so that
   // every other kernel keeps its machine code exactly.
   template <bool hide_lane_test>
@@ -1057,7 +1057,7 @@ struct ReduceOp {
     if (output_vec_size > 1 && args.contiguous_outputs && live == output_vec_size) {
       // One store, not output_vec_size: 2-byte outputs stored one by one
       // 16 bytes apart left f16 columns of 2 at half the speed of a copy of
-      // the same bytes on an H200 (docs/PERFORMANCE.md).
+      // the same bytes on an H200 (docs/performance-history.md).
       aligned_vector<out_scalar_t, output_vec_size> results;
 #pragma unroll
       for (int i = 0; i < output_vec_size; i++) {

@@ -12,7 +12,7 @@ warm-up launches, four input copies in turn, two rounds.
 
     python3 scripts/column_load_kinds.py
 
-docs/PERFORMANCE.md ("Global instead of generic loads, and ShortRows at 3
+docs/performance-history.md ("Global instead of generic loads, and ShortRows at 3
 and 2 blocks an SM") has its results.
 """
 import cupy as cp

@@ -12,7 +12,7 @@ over 30 pipelined launches, three input copies in turn).
     python3 scripts/column_read_patterns.py [DTYPE_ROWS ...]   # e.g. f64_16384
 
 prints the best and worst configurations of each case as % of that read.
-docs/PERFORMANCE.md ("Column plans on an H200: residency, not the access
+docs/performance-history.md ("Column plans on an H200: residency, not the access
 pattern") has its results.
 """
 import sys

@@ -11,7 +11,7 @@ launch, median of 50 after 5 warm-up launches, four input copies in turn.
 
     python3 scripts/short_columns_bound.py
 
-docs/PERFORMANCE.md ("Columns of one and two rows: the thread's
+docs/performance-history.md ("Columns of one and two rows: the thread's
 instructions, not its loads") has its results.
 """
 import cupy as cp

@@ -13,7 +13,7 @@
 //! on the 16-core host of the GPU machine, `[64, 1024, 32, 32]` ran at
 //! 1.14x torch's CPU with the blocks below, and at 0.89x with two blocks
 //! a thread of 32 outputs each, which left threads idle behind the last
-//! (docs/PERFORMANCE.md).
+//! (docs/performance-history.md).
 //!
 //! Each leaf's value is the tree's own ([`leaf_value`]), kept in a buffer,
 //! and each output then combines its leaf values in its tree's shape

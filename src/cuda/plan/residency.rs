@@ -111,7 +111,7 @@ mod tests {
     use super::*;
 
     /// Resident CTAs that `ncu` reported on an H200 for the kernels of the
-    /// sweep's column cases (docs/PERFORMANCE.md): (registers, threads a
+    /// sweep's column cases (docs/performance-history.md): (registers, threads a
     /// CTA, CTAs an SM).
     #[test]
     fn registers_limit_ctas_as_ncu_measured_them() {

@@ -64,7 +64,7 @@ pub fn has_wide_loads(input_vec_size: u32) -> bool {
 /// (`kShortRowsWideMinBlocksPerSm`, checked equal): 80 registers a thread
 /// (768 threads an SM), where eight loads widened into 64 f32 values and
 /// the rows' bookkeeping did not fit 64 (f16 sum spilled 348 bytes a
-/// thread in the N-d variant). On an H200 (docs/PERFORMANCE.md, measured
+/// thread in the N-d variant). On an H200 (docs/performance-history.md, measured
 /// in blocks of 256 threads), f16 rows of 16-256 read in 16-byte vectors
 /// ran 1.06-1.16x faster at 80 registers than at 64, bf16 rows of 16 and
 /// 128 1.05x and 1.11x, and N-d f16 rows of 16 1.29x; with every ShortRows
