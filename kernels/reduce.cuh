@@ -249,7 +249,13 @@ struct ReduceOp {
   using arg_t = typename ops_t::arg_t;
   template <int nt>
   static constexpr int min_blocks_per_sm() {
-    return reduce_min_blocks_per_sm<nt, input_vec_size * sizeof(scalar_t), input_vec_size * sizeof(arg_t)>();
+    return reduce_min_blocks_per_sm<nt, input_vec_size * sizeof(scalar_t), vectorized_accumulator_bytes()>();
+  }
+  // The bytes of the accumulators input_vectorized_thread_reduce_impl
+  // holds: one a vector lane, or one in all where the op adds a load's
+  // bytes as one partial sum (sums_bytes, below).
+  static constexpr int vectorized_accumulator_bytes() {
+    return (sums_bytes(input_vec_size) ? 1 : input_vec_size) * (int)sizeof(arg_t);
   }
   // Whether lanes of output_vec_size outputs take a full SM's budget
   // (kFullSmRegisters, above) and fold into one set of accumulators.
@@ -642,19 +648,31 @@ struct ReduceOp {
           cut_short = (index_t)first;
         }
       }
-      // Every group reduced before any is stored: the stores' addresses
-      // and branches then hold no register that a load in flight needs.
-      Array<arg_t, P> results[kMaxRowsPerThread];
+      if constexpr (P * sizeof(arg_t) <= 16) {
+        // Every group reduced before any is stored: the stores' addresses
+        // and branches then hold no register that a load in flight needs.
+        Array<arg_t, P> results[kMaxRowsPerThread];
 #pragma unroll
-      for (int r = 0; r < kMaxRowsPerThread; r++) {
-        if (whole[r]) {
-          results[r] = reduce_packed_rows<P>(values[r]);
+        for (int r = 0; r < kMaxRowsPerThread; r++) {
+          if (whole[r]) {
+            results[r] = reduce_packed_rows<P>(values[r]);
+          }
         }
-      }
 #pragma unroll
-      for (int r = 0; r < kMaxRowsPerThread; r++) {
-        if (whole[r]) {
-          store_packed_rows<P>(results[r], (first_group + r * config.step_output) * P, P);
+        for (int r = 0; r < kMaxRowsPerThread; r++) {
+          if (whole[r]) {
+            store_packed_rows<P>(results[r], (first_group + r * config.step_output) * P, P);
+          }
+        }
+      } else {
+        // Wider results (bytes summed into int64, 8 rows a load) are
+        // stored group by group: all of them at once took 128 registers
+        // and spilled 2 KB a thread.
+#pragma unroll
+        for (int r = 0; r < kMaxRowsPerThread; r++) {
+          if (whole[r]) {
+            store_packed_rows<P>(reduce_packed_rows<P>(values[r]), (first_group + r * config.step_output) * P, P);
+          }
         }
       }
       if (cut_short < config.num_outputs) {
@@ -1186,7 +1204,7 @@ struct ReduceOp {
     // receives its values in the same order, so the result is bitwise the
     // one the plain loop (and PyTorch) computes, whatever the batch size.
     constexpr int kLoadsInFlight =
-        vectorized_loads_in_flight<nt, min_blocks_per_sm<nt>(), sizeof(load_t), input_vec_size * sizeof(arg_t)>();
+        vectorized_loads_in_flight<nt, min_blocks_per_sm<nt>(), sizeof(load_t), vectorized_accumulator_bytes()>();
     while (((uint64_t)idx + (uint64_t)(kLoadsInFlight - 1) * stride) * input_vec_size + input_vec_size - 1 <
            (uint64_t)end) {
       load_t batch[kLoadsInFlight];

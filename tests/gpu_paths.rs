@@ -290,37 +290,61 @@ fn wide_loads_short_rows() {
     }
 }
 
-/// u8 and bool sums, whose loads the kernel adds as bytes (four a `dp4a`):
-/// every u8 value, short rows and long ones, rows that start off a word
-/// (narrowed), tails past the last whole vector, `dtype=` outputs that keep
-/// or leave the byte path, and columns; all against the CPU bit for bit,
-/// and rows of 255s against their closed form.
+/// u8 and bool sums, which load 16 bytes and add them four a `dp4a`:
+/// every u8 value, rows packed several a load (2, 4 and 8), rows read in
+/// whole 16-byte vectors (the wide-loads kernel), rows staged or read
+/// ragged (31 and 100 bytes, and rows that start off a vector), long rows
+/// with tails past the last whole vector, `dtype=` outputs that keep or
+/// leave the byte path, and columns; all against the CPU bit for bit, and
+/// rows of 255s against their closed form.
 #[test]
 #[ignore = "needs a CUDA device"]
 fn byte_sums() {
     let Some((dev, _)) = gpu("byte_sums") else {
         return;
     };
-    let shapes: [(&[usize], Option<(usize, usize)>); 9] = [
-        (&[300_000, 4], None),
+    type Case = (&'static [usize], Option<(usize, usize)>);
+    let cases: [Case; 14] = [
+        (&[1 << 20, 2], None),
+        (&[1 << 20, 4], None),
+        (&[1 << 20, 8], None),
         (&[300_000, 16], None),
+        (&[300_000, 31], None),
+        (&[100_000, 100], None),
         (&[60_000, 128], None),
         (&[40_000, 130], Some((1, 128))),
+        (&[40_000, 50], Some((3, 44))),
         (&[3_000, 1_000], None),
         (&[300, 4_096], None),
         (&[37, 65_539], None),
         (&[2, 1 << 22], None),
         (&[1, 3 << 20], Some((3, (3 << 20) - 5))),
     ];
-    for (i, &(shape, narrow)) in shapes.iter().enumerate() {
+    for (i, &(shape, narrow)) in cases.iter().enumerate() {
         let view = |t: &Tensor| match narrow {
             Some((start, len)) => t.narrow(1, start, len).unwrap(),
             None => t.clone(),
         };
         let u8s = Tensor::randint(0, 256, shape, DType::U8, Device::Cpu, 300 + i as u64).unwrap();
         let bools = ints(shape, DType::Bool, 400 + i as u64);
-        for out in [DType::I64, DType::I32, DType::F32] {
-            check(&u8s, view, &[1], out, dev);
+        let row_len = narrow.map_or(shape[1], |(_, len)| len);
+        let launches = check(&u8s, view, &[1], DType::I64, dev);
+        if shape == [300_000, 16] {
+            assert!(
+                any_launch(&launches, |l| l.config.wide_loads()),
+                "{launches:?}"
+            );
+        }
+        if row_len > 4_096 {
+            assert!(
+                any_launch(&launches, |l| l.config.vectorize_input),
+                "{launches:?}"
+            );
+        }
+        check(&u8s, view, &[1], DType::I32, dev);
+        // An f32 sum is exact, and so order-free, below 2^24.
+        if 255 * row_len < 1 << 24 {
+            check(&u8s, view, &[1], DType::F32, dev);
         }
         check(&bools, view, &[1], DType::I64, dev);
         check(&u8s, view, &[0], DType::I64, dev);

@@ -486,12 +486,27 @@ impl ReduceOp {
         let cast = (self.takes_dtype() && output != compute && !input.casts_exactly_to(output))
             .then_some(output);
         // PyTorch PR #165055: sum and mean of 16-bit inputs load 8 elements
-        // (16 bytes) at once; every other op keeps input_vec_size = vt0.
+        // (16 bytes) at once. Ours, beyond it: integer sums of u8 and bool
+        // load 16, whose bytes the kernel adds four an instruction (its
+        // ByteSum, for exactly these signatures: an i64 sum with no cast);
+        // in 4-byte loads their short rows took the most lanes a byte of
+        // any dtype. Every other op keeps input_vec_size = vt0.
         let wide_16bit = matches!(self, ReduceOp::Sum | ReduceOp::Mean | ReduceOp::NanSum)
             && input.size_in_bytes() == 2;
+        let byte_sum = self == ReduceOp::Sum
+            && matches!(input, DType::U8 | DType::Bool)
+            && compute == DType::I64
+            && cast.is_none();
         let vt0 = match acc {
             Accumulator::Welford(_) => WELFORD_VT0,
             _ => VT0,
+        };
+        let input_vec_size = if byte_sum {
+            16
+        } else if wide_16bit {
+            8
+        } else {
+            vt0
         };
         Ok(Signature {
             op: self,
@@ -501,7 +516,7 @@ impl ReduceOp {
             acc,
             output,
             vt0,
-            input_vec_size: if wide_16bit { 8 } else { vt0 },
+            input_vec_size,
             max_num_threads: MAX_NUM_THREADS,
         })
     }

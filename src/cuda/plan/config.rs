@@ -504,8 +504,14 @@ fn reduce_config(
     // Loads only: a lane's vector holds inputs of one output ("along
     // input") or one input of consecutive outputs ("along output").
     if fastest_moving_stride == scalar_size {
+        // PyTorch vectorises rows of 128 inputs or more. A row must also
+        // hold input_vec_size vectors: a lane each reads the up to
+        // input_vec_size - 1 inputs of an unaligned head and of the tail, so
+        // the block must be that wide. PyTorch's widths (at most 8) always
+        // are at 128 inputs; the 16-wide loads of byte sums need 256.
+        let vec = u64::from(config.input_vec_size);
         if reduction_on_fastest_striding_dimension
-            && dim0 >= 128
+            && dim0 >= 128.max(vec * vec)
             && (nrd == 1 || loads.several_reduced_dims)
         {
             config.vectorize_input = true;

@@ -441,7 +441,7 @@ fn rows_shorter_than_a_load_are_packed_several_a_lane() {
     };
     // Rows that divide a 16-byte load (or the op's narrower one), end to
     // end from an aligned base: f16 rows of 2 are 4 a load, of 4 two; f32
-    // rows of 2 two; u8 rows of 2 two (sum's u8 loads are 4 wide); also
+    // rows of 2 two; u8 rows of 2 eight (sum's u8 loads are 16 wide); also
     // from a base a load in, with a short last group, and over kept dims
     // that coalesce. The lane's rows are its output vector. 2^20 rows of 2 f16:
     // 4 a lane, 64 lanes a block and 8 groups a thread -> 2^20 / (4 x 64 x
@@ -462,7 +462,7 @@ fn rows_shorter_than_a_load_are_packed_several_a_lane() {
         (vec![1000, 2], 8, DType::F16, 4),
         (vec![1001, 2], 0, DType::F16, 4),
         (vec![64, 300, 2], 0, DType::F32, 2),
-        (vec![1000, 2], 0, DType::U8, 2),
+        (vec![1000, 2], 0, DType::U8, 8),
     ] {
         let l = launch(&shape, &contiguous(&shape), offset, dtype);
         assert_eq!(packed(&l), rows, "{dtype} {shape:?} +{offset}");
@@ -667,8 +667,10 @@ fn kernel_types_read_the_input_and_accumulate_in_the_outputs_acc_type() {
         (F32, F32, F32, F32, 4, true),
         (F64, F64, F64, F64, 4, true),
         (I32, I64, I32, I64, 4, true),
-        (U8, I64, U8, I64, 4, true),
-        (Bool, I64, Bool, I64, 4, true),
+        (U8, I64, U8, I64, 16, true),
+        (Bool, I64, Bool, I64, 16, true),
+        (U8, I32, U8, I64, 16, false),
+        (U8, F32, U8, F32, 4, true),
         (I64, I64, I64, I64, 4, true),
         (F32, F16, F32, F32, 4, false),
         (F32, F64, F32, F64, 4, true),
