@@ -83,6 +83,28 @@ __device__ __forceinline__ compute_t add_input_op(compute_t acc, compute_t v) {
   }
 }
 
+// `sum` plus bytes [first, end) of a vector of one-byte inputs (all of
+// them, or one of packed rows' rows): dp4a with ones on those bytes of each
+// word that holds any (add_bytes, below, says why). With constant
+// bounds (unrolled callers) the masks fold to constants.
+template <typename T, int N>
+__device__ __forceinline__ uint32_t add_bytes_in(const aligned_vector<T, N>& v, int first, int end, uint32_t sum) {
+  static_assert(sizeof(T) == 1 && N % 4 == 0, "add_bytes_in takes whole words of bytes");
+  const uint32_t* words = reinterpret_cast<const uint32_t*>(&v);
+#pragma unroll
+  for (int k = 0; k < N / 4; k++) {
+    uint32_t ones = 0;
+#pragma unroll
+    for (int b = 0; b < 4; b++) {
+      ones |= (first <= 4 * k + b && 4 * k + b < end) ? 1u << (8 * b) : 0u;
+    }
+    if (ones != 0) {
+      asm("dp4a.u32.u32 %0, %1, %2, %3;" : "=r"(sum) : "r"(words[k]), "r"(ones), "r"(sum));
+    }
+  }
+  return sum;
+}
+
 // `sum` plus the bytes of a vector of one-byte inputs, four at a time:
 // dp4a multiplies a word's four bytes by four ones and adds them to `sum`
 // in one instruction, where widening each byte and adding it to a 64-bit
@@ -91,13 +113,7 @@ __device__ __forceinline__ compute_t add_input_op(compute_t acc, compute_t v) {
 // thousand bytes into one `sum`, far from wrapping its 32 bits.
 template <typename T, int N>
 __device__ __forceinline__ uint32_t add_bytes(const aligned_vector<T, N>& v, uint32_t sum) {
-  static_assert(sizeof(T) == 1 && N % 4 == 0, "add_bytes takes whole words of bytes");
-  const uint32_t* words = reinterpret_cast<const uint32_t*>(&v);
-#pragma unroll
-  for (int k = 0; k < N / 4; k++) {
-    asm("dp4a.u32.u32 %0, %1, %2, %3;" : "=r"(sum) : "r"(words[k]), "r"(0x01010101u), "r"(sum));
-  }
-  return sum;
+  return add_bytes_in(v, 0, N, sum);
 }
 
 __device__ __forceinline__ int64_t mul_op(int64_t a, int64_t b) {

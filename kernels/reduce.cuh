@@ -144,6 +144,10 @@ constexpr int kShortRowsStageAlign = 16;
 // and SHORT_ROWS_WIDE_MIN_BLOCKS_PER_SM (see there for the measurements).
 constexpr int kShortRowsWideVecSize = 8;
 constexpr int kShortRowsWideMinBlocksPerSm = 12;
+// The most output bytes a packed_rows_kernel lane's rows produce from one
+// load: the host's PACKED_ROWS_MAX_RESULT_BYTES, which caps the rows it
+// packs a load (see there for why). Only such groups are compiled.
+constexpr int kPackedRowsMaxResultBytes = 16;
 
 // reduce_kernel's register budget. PyTorch budgets 4 resident blocks per SM
 // (C10_LAUNCH_BOUNDS_2(nt, 4)), which leaves 32 registers a thread at 512
@@ -601,8 +605,8 @@ struct ReduceOp {
       input_vec_size < (int)(16 / sizeof(scalar_t)) ? input_vec_size : (int)(16 / sizeof(scalar_t));
 
   // ShortRows' packed rows (ShortRows::rows_per_vector on the host): rows
-  // shorter than the widest load, end to end from a base aligned to it, P
-  // to a load. A lane takes groups of P consecutive rows (the launch's
+  // shorter than the widest load, end to end from a base aligned to a load
+  // of V inputs (the launch's row_vec_size), P rows of V / P inputs to it. A lane takes groups of P consecutive rows (the launch's
   // output vector), rows_per_thread of them a CTA pass apart, issues every
   // group's load before reducing any, reduces each row from registers in
   // index order, and stores the group's results together: one vector store
@@ -613,20 +617,34 @@ struct ReduceOp {
   __device__ __forceinline__ void run_packed_rows() const {
     switch (config().output_vec_size) {
       case 2:
-        return packed_rows<2>();
+        return packed_rows_of<2>();
       case 4:
-        return packed_rows<4>();
+        return packed_rows_of<4>();
       case 8:
-        return packed_rows<8>();
+        return packed_rows_of<8>();
     }
   }
 
-  // (The planner packs P = kWidestRowVector / row length rows, by the same
-  // widest-load rule, so no other P reaches a launch.)
   template <int P>
+  __device__ __forceinline__ void packed_rows_of() const {
+    switch (config().row_vec_size) {
+      case 4:
+        return packed_rows<P, 4>();
+      case 8:
+        return packed_rows<P, 8>();
+      case 16:
+        return packed_rows<P, 16>();
+    }
+  }
+
+  // (The planner's loads are at most the widest, hold rows of two inputs
+  // or more and at most kPackedRowsMaxResultBytes of their outputs, so no
+  // other group reaches a launch.)
+  template <int P, int V>
   __device__ __forceinline__ void packed_rows() const {
-    if constexpr (kWidestRowVector % P == 0 && kWidestRowVector / P >= 2) {
-      using load_t = aligned_vector<scalar_t, kWidestRowVector>;
+    if constexpr (V <= kWidestRowVector && V % P == 0 && V / P >= 2 &&
+                  P * sizeof(out_scalar_t) <= kPackedRowsMaxResultBytes) {
+      using load_t = aligned_vector<scalar_t, V>;
       const ReduceConfig& config = this->config();
       const index_t in_stride = args.output_calc.strides_[0][1];  // a row's bytes
       const uint32_t first_group = blockIdx.x * config.step_output * config.rows_per_thread + threadIdx.y * warpSize + threadIdx.x;
@@ -655,7 +673,7 @@ struct ReduceOp {
 #pragma unroll
         for (int r = 0; r < kMaxRowsPerThread; r++) {
           if (whole[r]) {
-            results[r] = reduce_packed_rows<P>(values[r]);
+            results[r] = reduce_packed_rows<P, V>(values[r]);
           }
         }
 #pragma unroll
@@ -665,13 +683,13 @@ struct ReduceOp {
           }
         }
       } else {
-        // Wider results (bytes summed into int64, 8 rows a load) are
-        // stored group by group: all of them at once took 128 registers
-        // and spilled 2 KB a thread.
+        // Wider results (index pairs, Welford state) are stored group by
+        // group: all of them at once (eight bytes summed into int64, when
+        // a load held 8 rows) took 128 registers and spilled 2 KB a thread.
 #pragma unroll
         for (int r = 0; r < kMaxRowsPerThread; r++) {
           if (whole[r]) {
-            store_packed_rows<P>(reduce_packed_rows<P>(values[r]), (first_group + r * config.step_output) * P, P);
+            store_packed_rows<P>(reduce_packed_rows<P, V>(values[r]), (first_group + r * config.step_output) * P, P);
           }
         }
       }
@@ -686,29 +704,35 @@ struct ReduceOp {
           const scalar_t* row = reinterpret_cast<const scalar_t*>(
               args.src + (cut_short + min((uint32_t)j, live - 1)) * in_stride);
 #pragma unroll
-          for (int i = 0; i < kWidestRowVector / P; i++) {
-            rows.val[j * (kWidestRowVector / P) + i] = row[i];
+          for (int i = 0; i < V / P; i++) {
+            rows.val[j * (V / P) + i] = row[i];
           }
         }
-        store_packed_rows<P>(reduce_packed_rows<P>(rows), cut_short, live);
+        store_packed_rows<P>(reduce_packed_rows<P, V>(rows), cut_short, live);
       }
     }
   }
 
-  // The results of the P rows of `rows`, each kWidestRowVector / P inputs
-  // reduced in index order.
-  template <int P>
-  __device__ __forceinline__ Array<arg_t, P> reduce_packed_rows(
-      const aligned_vector<scalar_t, kWidestRowVector>& rows) const {
-    constexpr int L = kWidestRowVector / P;
+  // The results of the P rows of `rows`, each V / P inputs reduced in
+  // index order.
+  template <int P, int V>
+  __device__ __forceinline__ Array<arg_t, P> reduce_packed_rows(const aligned_vector<scalar_t, V>& rows) const {
+    constexpr int L = V / P;
     const ops_t op = ops();
     Array<arg_t, P> results;
 #pragma unroll
     for (int j = 0; j < P; j++) {
       arg_t acc = ident();
+      if constexpr (sums_bytes(V)) {
+        // Each row's bytes by dp4a, masked to the row: widening them one
+        // by one took the registers of the loads in flight (rows of 8
+        // bytes, two a load, spilled).
+        acc = op.combine(acc, (arg_t)add_bytes_in(rows, j * L, (j + 1) * L, 0u));
+      } else {
 #pragma unroll
-      for (int i = 0; i < L; i++) {
-        acc = op.reduce(acc, rows.val[j * L + i], (int64_t)i);
+        for (int i = 0; i < L; i++) {
+          acc = op.reduce(acc, rows.val[j * L + i], (int64_t)i);
+        }
       }
       results[j] = acc;
     }
@@ -1236,7 +1260,7 @@ struct ReduceOp {
     while ((uint64_t)idx * input_vec_size + input_vec_size - 1 < (uint64_t)end) {
       const load_t values_vec = vectors[vector_at(idx)];
       if constexpr (sums_bytes(input_vec_size)) {
-        value_list[0] = reduce_vector(op, value_list[0], values_vec, 0);
+        value_list[0] = reduce_vector(op, value_list[0], values_vec, (int64_t)shift + (int64_t)idx * input_vec_size);
       } else {
 #pragma unroll
         for (int i = 0; i < input_vec_size; i++) {

@@ -281,8 +281,8 @@ fn the_short_rows_generator_reaches_every_load_width() {
     // vectors around them: 37 f32 packed, 127 f64 one element in, 33 f16
     // three elements in, and 148 f32, aligned whole vectors (37) that no
     // lane count shares well; and packed rows, several a load: 2 f16, 4
-    // bf16 16 bytes in, 2 f32 16 bytes in and 4 u8 (sum's u8 loads are
-    // 16 wide: four rows a load).
+    // bf16 16 bytes in, 2 f32 16 bytes in, and 4 and 8 u8 (two rows a
+    // load, whose i64 sums fill a 16-byte store: loads of 8 and 16 bytes).
     let mut seen = std::collections::BTreeSet::new();
     let mut staged = 0;
     let mut ragged = 0;
@@ -317,6 +317,7 @@ fn the_short_rows_generator_reaches_every_load_width() {
         (4, 8, DType::BF16),
         (2, 4, DType::F32),
         (4, 0, DType::U8),
+        (8, 0, DType::U8),
     ] {
         let l = Layout {
             shape: vec![1, 700, row_len],
@@ -349,7 +350,7 @@ fn the_short_rows_generator_reaches_every_load_width() {
     assert_eq!((staged, ragged), (4, 4));
     assert_eq!(
         packed.into_iter().collect::<Vec<_>>(),
-        [(2, 2), (2, 4), (4, 2), (4, 4)]
+        [(2, 2), (2, 4), (4, 2), (8, 2)]
     );
 }
 

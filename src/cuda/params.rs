@@ -341,6 +341,10 @@ pub(crate) fn layout_asserts() -> String {
         crate::cuda::plan::SHORT_ROWS_WIDE_MIN_BLOCKS_PER_SM as usize,
     );
     check(
+        "kPackedRowsMaxResultBytes",
+        crate::cuda::plan::PACKED_ROWS_MAX_RESULT_BYTES as usize,
+    );
+    check(
         "kPyTorchMaxOutputVecSize",
         crate::cuda::plan::PYTORCH_MAX_OUTPUT_VEC_SIZE as usize,
     );

@@ -99,6 +99,14 @@ pub const SCALAR_ROW_MAX_BYTES: u64 = 32;
 /// ([`SHORT_ROWS_STAGE_BYTES`]).
 pub const STAGED_ROW_MAX_BYTES: u64 = 64;
 
+/// The most output bytes one lane of [`ShortRows::rows_per_vector`] packed
+/// rows produces from its load: the rows a load holds are capped so that
+/// their results are one 16-byte store. Sums of u8 and bool load 16 rows
+/// of one byte a lane, but rows of 2 packed eight a load then summed into
+/// eight 8-byte results, which spilled 540 bytes a thread and ran 0.35x
+/// (bool) and 0.64x (u8) as fast as four bytes a load on an H200.
+pub const PACKED_ROWS_MAX_RESULT_BYTES: u64 = 16;
+
 /// Shared memory a block of [`Strategy::ShortRows`] may stage packed
 /// scalar rows in ([`ShortRows::staged`]); rows per thread are capped so a
 /// block's spans fit. The [`SHORT_ROWS_MIN_BLOCKS_PER_SM`] blocks the
@@ -306,7 +314,8 @@ pub struct ShortRows {
     /// Inputs per load: the widest power of two that fits 16 bytes and the
     /// op's `input_vec_size`, divides the row, and every row start is
     /// aligned to; under [`ShortRows::ragged`], the widest of all, which
-    /// does neither.
+    /// does neither; for packed rows ([`ShortRows::rows_per_vector`]), the
+    /// rows a load holds times their length.
     pub row_vec_size: u32,
     /// Lanes that share a row, at most a warp: `row_len / row_vec_size`
     /// (one vector each) or a fraction of it (up to
@@ -339,7 +348,8 @@ pub struct ShortRows {
     /// Whole rows a lane reads with one `row_vec_size` load, 1 but for
     /// packed rows: rows of fewer inputs than the widest load, end to end
     /// from an aligned base, each a divisor of it (rows of 2 and 4 f16, of
-    /// 2 f32, of 2 to 8 bytes): the lane reduces its load's rows in
+    /// 2 f32, of 2 to 8 bytes; at most [`PACKED_ROWS_MAX_RESULT_BYTES`] of
+    /// results a load): the lane reduces its load's rows in
     /// registers and stores their results together (the launch's
     /// `output_vec_size`, one vector where they lie end to end). A lane per
     /// row with one 4-byte load each left f16 rows of 2 at 41% of the read
@@ -759,10 +769,10 @@ fn short_rows(iter: &TensorIterator, signature: &Signature, warp_size: u32) -> O
         row_vec_size /= 2;
     }
     let row_bytes = row_len * scalar;
-    if let Some(rows_per_vector) = rows_per_vector(iter, row_len, widest, scalar) {
+    if let Some(rows_per_vector) = rows_per_vector(iter, signature, row_len, widest) {
         return Some(ShortRows {
             row_len: row_len as u32,
-            row_vec_size: widest as u32,
+            row_vec_size: rows_per_vector * row_len as u32,
             lanes_per_row: 1,
             staged: false,
             ragged: false,
@@ -851,24 +861,32 @@ fn warp_loads_used_per_mille(needed: u32, lanes: u32, per_lane: u32, warp_size: 
         .unwrap_or(0)
 }
 
-/// [`ShortRows::rows_per_vector`] for rows of `row_len` inputs of `scalar`
-/// bytes, where a load of the `widest` inputs holds whole rows: the rows
-/// divide it and lie end to end from a base aligned to it, in one kept dim
-/// (the kernel finds them by one stride), whose outputs lie end to end too:
-/// a split launch's accumulation buffer, which mirrors the output's layout,
+/// [`ShortRows::rows_per_vector`] for rows of `row_len` inputs, where a
+/// load of at most the `widest` inputs holds whole rows: the rows divide it
+/// and lie end to end from a base aligned to the load, in one kept dim (the
+/// kernel finds them by one stride), whose outputs lie end to end too: a
+/// split launch's accumulation buffer, which mirrors the output's layout,
 /// holds a lane's results as one vector only where they are consecutive.
-/// `None` for every other row.
-fn rows_per_vector(iter: &TensorIterator, row_len: u64, widest: u64, scalar: u64) -> Option<u32> {
+/// A load holds as many rows as fit it and [`PACKED_ROWS_MAX_RESULT_BYTES`]
+/// of their outputs. `None` for every other row.
+fn rows_per_vector(
+    iter: &TensorIterator,
+    signature: &Signature,
+    row_len: u64,
+    widest: u64,
+) -> Option<u32> {
     let nrd = iter.num_reduce_dims();
-    let out_size = iter.element_size(TensorIterator::OUTPUT) as i64;
+    let scalar = signature.input.size_in_bytes() as u64;
+    let out_size = iter.element_size(TensorIterator::OUTPUT) as u64;
+    let rows = (widest / row_len.max(1)).min(PACKED_ROWS_MAX_RESULT_BYTES / out_size);
     let packs = row_len >= 2
-        && row_len < widest
+        && rows >= 2
         && widest % row_len == 0
         && iter.ndim() == nrd + 1
-        && iter.strides(TensorIterator::OUTPUT)[nrd] == out_size
+        && iter.strides(TensorIterator::OUTPUT)[nrd] == out_size as i64
         && rows_packed(iter, row_len * scalar)
-        && iter.data_offset(TensorIterator::INPUT) % (widest * scalar) == 0;
-    packs.then(|| (widest / row_len) as u32)
+        && iter.data_offset(TensorIterator::INPUT) % (rows * row_len * scalar) == 0;
+    packs.then_some(rows as u32)
 }
 
 /// Whether output `i`'s row starts `i * row_bytes` past the first: the kept

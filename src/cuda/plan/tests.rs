@@ -441,9 +441,10 @@ fn rows_shorter_than_a_load_are_packed_several_a_lane() {
     };
     // Rows that divide a 16-byte load (or the op's narrower one), end to
     // end from an aligned base: f16 rows of 2 are 4 a load, of 4 two; f32
-    // rows of 2 two; u8 rows of 2 eight (sum's u8 loads are 16 wide); also
-    // from a base a load in, with a short last group, and over kept dims
-    // that coalesce. The lane's rows are its output vector. 2^20 rows of 2 f16:
+    // rows of 2 two; also from a base a load in, with a short last group,
+    // and over kept dims that coalesce. Sums of u8 load 16 bytes, but a
+    // load holds only two rows, whose i64 sums are 16 bytes: rows of 2, 4
+    // and 8 take loads of 4, 8 and 16 bytes. The lane's rows are its output vector. 2^20 rows of 2 f16:
     // 4 a lane, 64 lanes a block and 8 groups a thread -> 2^20 / (4 x 64 x
     // 8) = 512 blocks, short of a 2112-block wave (as are 1024 and 2048 at
     // 4 and 2 groups), so 1 group a thread and 4096 blocks.
@@ -455,18 +456,24 @@ fn rows_shorter_than_a_load_are_packed_several_a_lane() {
         (4, 8, 1)
     );
     assert_eq!((c.rows_per_thread, l.grid), (1, [4096, 1, 1]));
-    for (shape, offset, dtype, rows) in [
-        (vec![1usize << 24, 2], 0usize, DType::F16, 4),
-        (vec![1 << 24, 4], 0, DType::BF16, 2),
-        (vec![1 << 24, 2], 0, DType::F32, 2),
-        (vec![1000, 2], 8, DType::F16, 4),
-        (vec![1001, 2], 0, DType::F16, 4),
-        (vec![64, 300, 2], 0, DType::F32, 2),
-        (vec![1000, 2], 0, DType::U8, 8),
+    for (shape, offset, dtype, rows, load) in [
+        (vec![1usize << 24, 2], 0usize, DType::F16, 4, 8),
+        (vec![1 << 24, 4], 0, DType::BF16, 2, 8),
+        (vec![1 << 24, 2], 0, DType::F32, 2, 4),
+        (vec![1000, 2], 8, DType::F16, 4, 8),
+        (vec![1001, 2], 0, DType::F16, 4, 8),
+        (vec![64, 300, 2], 0, DType::F32, 2, 4),
+        (vec![1000, 2], 0, DType::U8, 2, 4),
+        (vec![1000, 4], 8, DType::Bool, 2, 8),
+        (vec![1000, 8], 0, DType::U8, 2, 16),
     ] {
         let l = launch(&shape, &contiguous(&shape), offset, dtype);
         assert_eq!(packed(&l), rows, "{dtype} {shape:?} +{offset}");
-        assert_eq!(l.config.output_vec_size, rows);
+        assert_eq!(
+            (l.config.output_vec_size, l.config.row_vec_size),
+            (rows, load),
+            "{dtype} {shape:?} +{offset}"
+        );
     }
     assert_eq!(
         launch(&[1 << 24, 2], &[2, 1], 0, DType::F16)
@@ -486,6 +493,7 @@ fn rows_shorter_than_a_load_are_packed_several_a_lane() {
         (vec![1000, 3], vec![3, 1], 0, DType::F16),
         (vec![1000, 4], vec![4, 1], 0, DType::F32),
         (vec![1000, 16], vec![16, 1], 0, DType::F16),
+        (vec![1000, 2], vec![2, 1], 2, DType::U8),
     ] {
         let l = launch(&shape, &strides, offset, dtype);
         assert!(
