@@ -7,4 +7,6 @@ mod dims;
 mod op;
 
 pub use dims::ReduceDims;
-pub use op::{Accumulator, EmptyRule, NormKind, OpParams, ReduceOp, Signature};
+pub use op::{
+    Accumulator, EmptyRule, NormKind, OpParams, ReduceOp, Signature, BYTE_SUM_INPUT_VEC_SIZE,
+};

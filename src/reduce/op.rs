@@ -486,29 +486,15 @@ impl ReduceOp {
         let cast = (self.takes_dtype() && output != compute && !input.casts_exactly_to(output))
             .then_some(output);
         // PyTorch PR #165055: sum and mean of 16-bit inputs load 8 elements
-        // (16 bytes) at once. Ours, beyond it: integer sums of u8 and bool
-        // load 16, whose bytes the kernel adds four an instruction (its
-        // ByteSum, for exactly these signatures: an i64 sum with no cast);
-        // in 4-byte loads their short rows took the most lanes a byte of
-        // any dtype. Every other op keeps input_vec_size = vt0.
+        // (16 bytes) at once. Every other op keeps input_vec_size = vt0 in
+        // PyTorch; ours widens byte sums beyond it (Signature::sums_bytes).
         let wide_16bit = matches!(self, ReduceOp::Sum | ReduceOp::Mean | ReduceOp::NanSum)
             && input.size_in_bytes() == 2;
-        let byte_sum = self == ReduceOp::Sum
-            && matches!(input, DType::U8 | DType::Bool)
-            && compute == DType::I64
-            && cast.is_none();
         let vt0 = match acc {
             Accumulator::Welford(_) => WELFORD_VT0,
             _ => VT0,
         };
-        let input_vec_size = if byte_sum {
-            16
-        } else if wide_16bit {
-            8
-        } else {
-            vt0
-        };
-        Ok(Signature {
+        let pytorch = Signature {
             op: self,
             input,
             cast,
@@ -516,8 +502,16 @@ impl ReduceOp {
             acc,
             output,
             vt0,
-            input_vec_size,
+            input_vec_size: if wide_16bit { 8 } else { vt0 },
             max_num_threads: MAX_NUM_THREADS,
+        };
+        Ok(Signature {
+            input_vec_size: if pytorch.sums_bytes() {
+                BYTE_SUM_INPUT_VEC_SIZE
+            } else {
+                pytorch.input_vec_size
+            },
+            ..pytorch
         })
     }
 
@@ -546,7 +540,53 @@ impl fmt::Display for ReduceOp {
     }
 }
 
+/// Inputs a vectorised load of [`Signature::sums_bytes`] signatures holds:
+/// 16 bytes, where PyTorch loads `vt0` (4). In 4-byte loads the short
+/// rows of u8 and bool took the most lanes a byte of any dtype.
+pub const BYTE_SUM_INPUT_VEC_SIZE: u32 = 16;
+
 impl Signature {
+    /// Whether this is an integer sum of u8 or bool inputs into i64 with no
+    /// cast: reducing its inputs is adding bytes, exact in any order, which
+    /// the kernel does four an instruction (its `ByteSum` trait, for exactly
+    /// these signatures), from loads of [`BYTE_SUM_INPUT_VEC_SIZE`] bytes.
+    ///
+    /// ```
+    /// use tensor_reduce::{reduce::ReduceOp, DType};
+    /// let s = ReduceOp::Sum.signature(DType::U8, None)?;
+    /// assert!(s.sums_bytes());
+    /// assert_eq!((s.input_vec_size, s.pytorch_input_vec_size()), (16, 4));
+    /// assert!(!ReduceOp::Sum.signature(DType::U8, Some(DType::F32))?.sums_bytes());
+    /// # Ok::<(), tensor_reduce::Error>(())
+    /// ```
+    pub fn sums_bytes(&self) -> bool {
+        self.op == ReduceOp::Sum
+            && matches!(self.input, DType::U8 | DType::Bool)
+            && self.compute == DType::I64
+            && self.cast.is_none()
+    }
+
+    /// The `input_vec_size` PyTorch's own kernel has for this signature:
+    /// [`Signature::input_vec_size`] but for byte sums, which PyTorch loads
+    /// `vt0` at a time. The planner's port of `setReduceConfig` reads it
+    /// where it shows what PyTorch itself would launch.
+    pub fn pytorch_input_vec_size(&self) -> u32 {
+        if self.sums_bytes() {
+            self.vt0
+        } else {
+            self.input_vec_size
+        }
+    }
+
+    /// This signature as PyTorch's own kernel has it
+    /// ([`Signature::pytorch_input_vec_size`]).
+    pub fn as_pytorch(&self) -> Signature {
+        Signature {
+            input_vec_size: self.pytorch_input_vec_size(),
+            ..*self
+        }
+    }
+
     /// The signature as `device` runs it. torch's CPU computes
     /// `mean(dtype=float16 | bfloat16)` as a float32 sum of the elements
     /// converted to float32, divided, then rounded to the 16-bit dtype; its

@@ -159,9 +159,19 @@ fn write_launch(
     if let Some(pt) = &launch.pytorch_config {
         let [pgx, pgy, pgz] = pt.grid();
         let [pbx, pby, pbz] = pt.block();
+        let sig = &plan.signature;
+        let loads = if sig.pytorch_input_vec_size() == sig.input_vec_size {
+            String::new()
+        } else {
+            format!(
+                " input_vec_size={} (ours loads {}: the op sums bytes)",
+                sig.pytorch_input_vec_size(),
+                sig.input_vec_size
+            )
+        };
         writeln!(
             f,
-            "  strategy {:?} (ours); PyTorch's setReduceConfig would launch grid ({pgx}, {pgy}, {pgz}) block ({pbx}, {pby}, {pbz}) with vectorize_input={} output_vec_size={}",
+            "  strategy {:?} (ours); PyTorch's setReduceConfig would launch grid ({pgx}, {pgy}, {pgz}) block ({pbx}, {pby}, {pbz}) with vectorize_input={} output_vec_size={}{loads}",
             launch.strategy, pt.vectorize_input, pt.output_vec_size
         )?;
     }
@@ -242,7 +252,7 @@ fn write_launch(
         c.step_output
     )?;
     write_stores(f, launch)?;
-    if launch.pytorch_config.is_some() {
+    if launch.pytorch_config.is_some() && launch.strategy != Strategy::PyTorch {
         writeln!(f, "  why (PyTorch's decisions, then ours):")?;
     } else {
         writeln!(f, "  why:")?;
@@ -591,7 +601,10 @@ fn write_short_rows(
 /// The reasons, in the order `setReduceConfig` decides, for PyTorch's
 /// config (where a strategy of ours replaced it, the caller says why).
 pub(super) fn why_lines(plan: &ReducePlan, launch: &LaunchPlan) -> Vec<String> {
-    let c = launch.pytorch_config.as_ref().unwrap_or(&launch.config);
+    let c = match (launch.strategy, &launch.pytorch_config) {
+        (Strategy::PyTorch, _) | (_, None) => &launch.config,
+        (_, Some(pt)) => pt,
+    };
     let d = &launch.decisions;
     let scalar = plan.signature.input;
     let scalar_size = scalar.size_in_bytes() as i64;

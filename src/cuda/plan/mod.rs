@@ -173,11 +173,15 @@ pub struct LaunchPlan {
     pub semaphore_bytes: u64,
     /// `sub_iter.view_offsets()[0]`, for index-returning ops.
     pub base_idx: u64,
-    /// Why `setReduceConfig` chose what it did.
+    /// Why `setReduceConfig` chose the config that `explain` explains:
+    /// PyTorch's own (`pytorch_config`) where a strategy of ours replaced
+    /// it, else the one that runs.
     pub decisions: Decisions,
     /// Which configuration runs: PyTorch's, or one of our strategies.
     pub strategy: Strategy,
-    /// `setReduceConfig`'s result for `iter` when `strategy` replaced it,
+    /// `setReduceConfig`'s result for `iter` with PyTorch's own loads
+    /// ([`Signature::pytorch_input_vec_size`]) where the launch differs
+    /// from it: `strategy` replaced it, or ours loads wider (byte sums),
     /// for `explain` to show beside ours.
     pub pytorch_config: Option<ReduceConfig>,
     /// PyTorch's `setReduceConfig` result on PyTorch's own dim order, when
@@ -423,17 +427,40 @@ fn plan_launch(
 ) -> LaunchPlan {
     // Our dim order, where it differs, is planned by the port as if it
     // were PyTorch's; PyTorch's config on its own order stays beside it.
+    // What PyTorch itself launches has its own loads (byte sums: vt0 wide,
+    // ours 16): the port runs on our signature, and again on PyTorch's
+    // where they differ, for explain and the fixtures.
+    let pytorch_signature = signature.as_pytorch();
     let (iter, pytorch_order_config) = match strategy::kept_dims_by_input(&iter) {
         Some(reordered) => (
             reordered,
-            Some(set_reduce_config(&iter, signature, props).0),
+            Some(set_reduce_config(&iter, &pytorch_signature, props).0),
         ),
         None => (iter, None),
     };
     let (pytorch, decisions) = set_reduce_config(&iter, signature, props);
     let strategy = choose_strategy(&iter, signature, props, registers, &pytorch);
     let config = configure(&iter, signature, props, registers, strategy, &pytorch);
-    let pytorch_config = (strategy != Strategy::PyTorch).then_some(pytorch);
+    let (pytorch_own, pytorch_own_decisions) = if pytorch_signature == *signature {
+        (pytorch, decisions)
+    } else {
+        set_reduce_config(&iter, &pytorch_signature, props)
+    };
+    // `decisions` explain the config whose "why" explain prints: PyTorch's
+    // own where a strategy replaced it, else the one that runs.
+    let (pytorch_config, decisions) = if strategy != Strategy::PyTorch {
+        (Some(pytorch_own), pytorch_own_decisions)
+    } else {
+        // Loads that neither vectorises leave the same launch.
+        let same_launch = pytorch_own == config
+            || (!pytorch_own.vectorize_input
+                && !config.vectorize_input
+                && ReduceConfig {
+                    input_vec_size: config.input_vec_size,
+                    ..pytorch_own
+                } == config);
+        ((!same_launch).then_some(pytorch_own), decisions)
+    };
     let base_idx = iter.view_offsets().first().copied().unwrap_or(0) as u64;
     LaunchPlan {
         config,

@@ -403,6 +403,39 @@ fn short_rows_share_warps_and_keep_loads_in_flight() {
 }
 
 #[test]
+fn byte_sums_show_pytorch_own_narrower_loads() {
+    // PyTorch loads 4 u8 at a time; ours 16. Long rows keep PyTorch's
+    // plan but load wider, so explain shows PyTorch's own launch beside
+    // ours, and the why lines explain ours.
+    let p = plan(&[300, 4096], &[4096, 1], 0, &[1], DType::U8);
+    let l = only(&p);
+    assert_eq!(l.strategy, Strategy::PyTorch);
+    assert!(l.config.vectorize_input);
+    assert_eq!(l.config.input_vec_size, 16);
+    let pt = l.pytorch_config.expect("PyTorch's own loads differ");
+    assert!(pt.vectorize_input);
+    assert_eq!(pt.input_vec_size, 4);
+    assert_eq!(l.pytorch_own_config(), pt);
+    let text = p.to_string();
+    for says in [
+        "with vectorize_input=true output_vec_size=1 input_vec_size=4 (ours loads 16: the op sums bytes)",
+        "input vec 16 / output vec 1",
+    ] {
+        assert!(text.contains(says), "{says}: {text}");
+    }
+    assert!(!text.contains("PyTorch's decisions, then ours"), "{text}");
+    // Packed rows replace PyTorch's plan; the one shown is PyTorch's own.
+    let l = only(&plan(&[1 << 20, 2], &[2, 1], 0, &[1], DType::U8)).clone();
+    assert!(matches!(l.strategy, Strategy::ShortRows(_)));
+    assert_eq!(l.pytorch_own_config().input_vec_size, 4);
+    // Columns load no vectors, PyTorch's or ours: the same launch.
+    let l = only(&plan(&[4096, 4096], &[4096, 1], 0, &[0], DType::Bool)).clone();
+    if l.strategy == Strategy::PyTorch {
+        assert!(l.pytorch_config.is_none(), "{:?}", l.pytorch_config);
+    }
+}
+
+#[test]
 fn short_rows_find_rows_by_one_stride_where_the_kept_dims_coalesce() {
     let short_rows = |shape: &[usize], strides: &[isize]| {
         let l = only(&plan(shape, strides, 0, &[shape.len() - 1], DType::F32)).clone();
