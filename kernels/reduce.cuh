@@ -606,7 +606,8 @@ struct ReduceOp {
 
   // ShortRows' packed rows (ShortRows::rows_per_vector on the host): rows
   // shorter than the widest load, end to end from a base aligned to a load
-  // of V inputs (the launch's row_vec_size), P rows of V / P inputs to it. A lane takes groups of P consecutive rows (the launch's
+  // of V inputs (the launch's row_vec_size), P rows of V / P inputs to it.
+  // A lane takes groups of P consecutive rows (the launch's
   // output vector), rows_per_thread of them a CTA pass apart, issues every
   // group's load before reducing any, reduces each row from registers in
   // index order, and stores the group's results together: one vector store
