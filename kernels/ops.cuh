@@ -24,7 +24,11 @@
 //                          them as integers, exact in any order: the kernel
 //                          may then add a load's bytes four an instruction
 //                          (add_bytes) and combine that partial sum into the
-//                          accumulator, as it combines another lane's.
+//                          accumulator, as it combines another lane's. The
+//                          host sizes those loads by its own statement of the
+//                          rule (Signature::sums_bytes), which every module
+//                          passes to ReduceOp, and ReduceOp asserts the two
+//                          agree.
 #pragma once
 
 namespace tr {

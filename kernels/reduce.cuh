@@ -248,8 +248,14 @@ __device__ __forceinline__ void wait_async_copies() {
 #endif
 }
 
-template <typename scalar_t, typename ops_t, typename index_t, typename out_scalar_t, int vt0, int input_vec_size>
+// host_sums_bytes is the host's Signature::sums_bytes for this module: the
+// host sizes byte sums' loads by that rule (BYTE_SUM_INPUT_VEC_SIZE) and the
+// kernel adds their bytes by its ByteSum trait, so the two must agree.
+template <typename scalar_t, typename ops_t, typename index_t, typename out_scalar_t, int vt0, int input_vec_size,
+          bool host_sums_bytes>
 struct ReduceOp {
+  static_assert(host_sums_bytes == ByteSum<ops_t, scalar_t>::value,
+                "ByteSum (kernels/ops.cuh) differs from Signature::sums_bytes (src/reduce/op.rs)");
   using arg_t = typename ops_t::arg_t;
   template <int nt>
   static constexpr int min_blocks_per_sm() {

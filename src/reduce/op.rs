@@ -550,6 +550,8 @@ impl Signature {
     /// cast: reducing its inputs is adding bytes, exact in any order, which
     /// the kernel does four an instruction (its `ByteSum` trait, for exactly
     /// these signatures), from loads of [`BYTE_SUM_INPUT_VEC_SIZE`] bytes.
+    /// Every module passes this to the kernel's `ReduceOp`, which refuses
+    /// to compile where its trait says otherwise.
     ///
     /// ```
     /// use tensor_reduce::{reduce::ReduceOp, DType};

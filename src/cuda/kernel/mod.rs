@@ -112,11 +112,12 @@ fn reduce_op_type(sig: &Signature) -> String {
         c_compute_type(sig.cast.unwrap_or(sig.compute)),
     );
     format!(
-        "tr::ReduceOp<{}, {functor}, tr::uint32_t, {}, {}, {}>",
+        "tr::ReduceOp<{}, {functor}, tr::uint32_t, {}, {}, {}, {}>",
         c_type(sig.input),
         c_type(sig.output),
         sig.vt0,
-        sig.input_vec_size
+        sig.input_vec_size,
+        sig.sums_bytes(),
     )
 }
 
