@@ -340,6 +340,42 @@ fn integer_sums_carry_and_wrap(device: Device) {
     }
 }
 
+/// Sums of bytes at their largest: every u8 is 255 and every bool true,
+/// where a narrow partial sum of bytes would overflow first, in rows of
+/// 1023, 8193 and 70001 (many of the CPU tree's leaves) and of 3, as rows,
+/// as columns and whole, against the count times the value.
+fn byte_sums_at_their_largest(device: Device) {
+    for (rows, len) in [(3usize, 1023usize), (2, 8193), (4, 70001), (70001, 3)] {
+        let n = rows * len;
+        let inputs = [
+            (
+                Tensor::from_vec(vec![255u8; n], &[rows, len]).unwrap(),
+                255i64,
+            ),
+            (Tensor::from_vec(vec![true; n], &[rows, len]).unwrap(), 1),
+        ];
+        for (x, value) in inputs {
+            let x = on(device, x);
+            let what = format!("{:?} [{rows}, {len}]", x.dtype());
+            assert_eq!(
+                x.sum(&[1], false).unwrap().to_vec::<i64>().unwrap(),
+                vec![value * len as i64; rows],
+                "{what} over dim 1"
+            );
+            assert_eq!(
+                x.sum(&[0], false).unwrap().to_vec::<i64>().unwrap(),
+                vec![value * rows as i64; len],
+                "{what} over dim 0"
+            );
+            assert_eq!(
+                x.sum_all().unwrap().to_vec::<i64>().unwrap(),
+                vec![value * n as i64],
+                "{what} over all dims"
+            );
+        }
+    }
+}
+
 backend_tests! {
     zero_d_tensors => zero_d;
     empty_dims => empty_dims_sum_to_zero;
@@ -351,6 +387,7 @@ backend_tests! {
     determinism => deterministic_across_calls;
     expanded_input => large_expanded_input;
     integer_carry_and_wrap => integer_sums_carry_and_wrap;
+    bytes_at_their_largest => byte_sums_at_their_largest;
 }
 
 #[test]

@@ -740,8 +740,113 @@ impl CpuElement for f32 {}
 impl CpuElement for f64 {}
 impl CpuElement for i32 {}
 impl CpuElement for i64 {}
-impl CpuElement for u8 {}
-impl CpuElement for bool {}
+
+/// u8 and bool integer sums add a leaf's bytes among themselves first
+/// ([`byte_sum`]) and fold the total once, where the default leaf widens
+/// each byte to an i64 lane: one 64-bit add a byte, 4 bytes a 256-bit add.
+/// Integer adds wrap, so the total is the same bits in any order
+/// ([`ReduceOps::SUMS_INTEGERS`]).
+impl CpuElement for u8 {
+    #[inline(always)]
+    fn accumulate_contiguous<W: Compute, R: ReduceOps<W>>(
+        x: &[u8],
+        first: usize,
+        op: &R,
+        lanes: &mut [R::Acc; 8],
+    ) {
+        if R::SUMS_INTEGERS {
+            lanes[0] = op.reduce(lanes[0], W::from_elem(byte_sum(x) as i64), first);
+        } else {
+            accumulate_lanes(x, first, op, lanes, Self::widen);
+        }
+    }
+}
+
+/// As u8: a bool is one byte, 0 or 1, so its sum is its bytes' sum.
+impl CpuElement for bool {
+    #[inline(always)]
+    fn accumulate_contiguous<W: Compute, R: ReduceOps<W>>(
+        x: &[bool],
+        first: usize,
+        op: &R,
+        lanes: &mut [R::Acc; 8],
+    ) {
+        if R::SUMS_INTEGERS {
+            // SAFETY: a bool is one byte holding 0 or 1, a valid u8.
+            let bytes = unsafe { std::slice::from_raw_parts(x.as_ptr().cast::<u8>(), x.len()) };
+            lanes[0] = op.reduce(lanes[0], W::from_elem(byte_sum(bytes) as i64), first);
+        } else {
+            accumulate_lanes(x, first, op, lanes, Self::widen);
+        }
+    }
+}
+
+/// The sum of `x`'s bytes. On x86-64, `psadbw` (SSE2, in every x86-64
+/// CPU) adds 16 bytes into two 64-bit lanes an instruction, in four
+/// independent chains; elsewhere [`byte_sum_by_lanes`].
+#[inline(always)]
+fn byte_sum(x: &[u8]) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{
+            __m128i, _mm_add_epi64, _mm_loadu_si128, _mm_sad_epu8, _mm_setzero_si128,
+            _mm_storeu_si128,
+        };
+        let mut blocks = x.chunks_exact(64);
+        // SAFETY: SSE2 is in the x86-64 baseline; each load reads 16 bytes
+        // of a 64-byte block of `x` (unaligned loads), and each store writes
+        // the 16 bytes of `lanes`.
+        let vector_total = unsafe {
+            let zero = _mm_setzero_si128();
+            let mut acc = [zero; 4];
+            for block in &mut blocks {
+                let p = block.as_ptr().cast::<__m128i>();
+                for (k, a) in acc.iter_mut().enumerate() {
+                    *a = _mm_add_epi64(*a, _mm_sad_epu8(_mm_loadu_si128(p.add(k)), zero));
+                }
+            }
+            let sum = _mm_add_epi64(_mm_add_epi64(acc[0], acc[1]), _mm_add_epi64(acc[2], acc[3]));
+            let mut lanes = [0u64; 2];
+            _mm_storeu_si128(lanes.as_mut_ptr().cast::<__m128i>(), sum);
+            lanes[0] + lanes[1]
+        };
+        vector_total
+            + blocks
+                .remainder()
+                .iter()
+                .map(|&b| u64::from(b))
+                .sum::<u64>()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    byte_sum_by_lanes(x)
+}
+
+/// The sum of `x`'s bytes without x86-64's `psadbw`: [`BYTE_SUM_LANES`]
+/// 16-bit lanes take a byte each a step (a widening and an add of a vector
+/// of bytes), emptied into the total before they can overflow.
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+#[inline(always)]
+fn byte_sum_by_lanes(x: &[u8]) -> u64 {
+    // 257 bytes of 255 fill a 16-bit lane (257 * 255 = 65535).
+    const STEPS: usize = 256;
+    let mut total = 0u64;
+    for block in x.chunks(BYTE_SUM_LANES * STEPS) {
+        let mut lanes = [0u16; BYTE_SUM_LANES];
+        let mut steps = block.chunks_exact(BYTE_SUM_LANES);
+        for step in &mut steps {
+            let step: &[u8; BYTE_SUM_LANES] = step.try_into().expect("whole steps");
+            for (lane, &b) in lanes.iter_mut().zip(step) {
+                *lane += u16::from(b);
+            }
+        }
+        total += lanes.iter().map(|&l| u64::from(l)).sum::<u64>();
+        total += steps.remainder().iter().map(|&b| u64::from(b)).sum::<u64>();
+    }
+    total
+}
+
+/// Lanes of [`byte_sum_by_lanes`]: two 128-bit vectors of 16-bit lanes.
+const BYTE_SUM_LANES: usize = 32;
 
 /// Calls `f(start, block)` for `x` converted to f32 a [`BLOCK`] at a time
 /// with `convert`, into a stack buffer it writes before anyone reads it
@@ -973,6 +1078,45 @@ impl CpuElement for bf16 {
 mod tests {
     use super::super::ops::SumOps;
     use super::*;
+
+    /// Both ways of adding bytes against a plain fold: every value, ragged
+    /// ends around the 64-byte blocks and the 16-bit lanes' steps, and 255s
+    /// past the point where a lane is emptied (8192 bytes).
+    #[test]
+    fn byte_sums_match_a_plain_fold() {
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        let mut random: Vec<u8> = (0..70_001)
+            .map(|_| {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                rng as u8
+            })
+            .collect();
+        random[..256].copy_from_slice(&std::array::from_fn::<u8, 256, _>(|i| i as u8));
+        let full = vec![255u8; 70_001];
+        for x in [&random, &full] {
+            for (lo, len) in [
+                (0, 0),
+                (0, 1),
+                (3, 63),
+                (5, 64),
+                (1, 65),
+                (7, 1000),
+                (0, 8193),
+                (9, 69_990),
+            ] {
+                let x = &x[lo..lo + len];
+                let plain: u64 = x.iter().map(|&b| u64::from(b)).sum();
+                assert_eq!(byte_sum(x), plain, "byte_sum of {len} bytes from {lo}");
+                assert_eq!(
+                    byte_sum_by_lanes(x),
+                    plain,
+                    "byte_sum_by_lanes of {len} bytes from {lo}"
+                );
+            }
+        }
+    }
 
     /// The 16-bit long-row leaves (vector conversions, F16C where the CPU
     /// has it) against element-wise widening, bit for bit: every bit

@@ -16,6 +16,9 @@ pub(crate) trait Compute:
 {
     const ZERO: Self;
     const ONE: Self;
+    /// Whether this is an integer type, whose [`add`](Compute::add) wraps
+    /// and so is associative: sums in it are the same bits in any order.
+    const IS_INTEGER: bool;
     /// The identity of max: -inf for floats, the minimum for integers.
     const LOWEST: Self;
     /// The identity of min.
@@ -38,6 +41,7 @@ macro_rules! float_compute {
         impl Compute for $t {
             const ZERO: $t = 0.0;
             const ONE: $t = 1.0;
+            const IS_INTEGER: bool = false;
             const LOWEST: $t = <$t>::NEG_INFINITY;
             const HIGHEST: $t = <$t>::INFINITY;
             #[inline(always)]
@@ -73,6 +77,7 @@ float_compute!(f64, to_f64, from_f64);
 impl Compute for i64 {
     const ZERO: i64 = 0;
     const ONE: i64 = 1;
+    const IS_INTEGER: bool = true;
     const LOWEST: i64 = i64::MIN;
     const HIGHEST: i64 = i64::MAX;
     #[inline(always)]
@@ -213,6 +218,12 @@ impl Projected for Truth {
 pub(crate) trait ReduceOps<W: Compute>: Copy + Send + Sync {
     type Acc: Copy + Send + Sync;
     type Out: Projected;
+    /// Whether `reduce` is a wrapping integer add of the input to an
+    /// accumulator of the compute type (`Acc` is `W`): then inputs may be
+    /// added among themselves first, in any order, and the total folded
+    /// once, with the same bits (the GPU's `ByteSum` rule, here for any
+    /// integer input).
+    const SUMS_INTEGERS: bool = false;
     fn identity(&self) -> Self::Acc;
     /// Folds `x`, the element at index `idx` of the reduced range.
     fn reduce(&self, acc: Self::Acc, x: W, idx: usize) -> Self::Acc;
@@ -227,6 +238,7 @@ pub(crate) struct SumOps;
 impl<W: Compute> ReduceOps<W> for SumOps {
     type Acc = W;
     type Out = W;
+    const SUMS_INTEGERS: bool = W::IS_INTEGER;
     #[inline(always)]
     fn identity(&self) -> W {
         W::ZERO
@@ -252,6 +264,8 @@ pub(crate) struct NanSumOps;
 impl<W: Compute> ReduceOps<W> for NanSumOps {
     type Acc = W;
     type Out = W;
+    // An integer is never NaN: its nansum is its sum.
+    const SUMS_INTEGERS: bool = W::IS_INTEGER;
     #[inline(always)]
     fn identity(&self) -> W {
         W::ZERO
