@@ -774,7 +774,7 @@ impl CpuElement for bool {
         if R::SUMS_INTEGERS {
             // SAFETY: a bool is one byte holding 0 or 1, a valid u8.
             let bytes = unsafe { std::slice::from_raw_parts(x.as_ptr().cast::<u8>(), x.len()) };
-            lanes[0] = op.reduce(lanes[0], W::from_elem(byte_sum(bytes) as i64), first);
+            u8::accumulate_contiguous(bytes, first, op, lanes);
         } else {
             accumulate_lanes(x, first, op, lanes, Self::widen);
         }
