@@ -342,10 +342,17 @@ fn integer_sums_carry_and_wrap(device: Device) {
 
 /// Sums of bytes at their largest: every u8 is 255 and every bool true,
 /// where a narrow partial sum of bytes would overflow first, in rows of
-/// 1023, 8193 and 70001 (many of the CPU tree's leaves) and of 3, as rows,
-/// as columns and whole, against the count times the value.
+/// 1023, 8193 and 70001 (many of the CPU tree's leaves), of 3, and 600 of
+/// 4099 (columns whose leaves the CPU adds in 16-bit sums), as rows, as
+/// columns and whole, against the count times the value.
 fn byte_sums_at_their_largest(device: Device) {
-    for (rows, len) in [(3usize, 1023usize), (2, 8193), (4, 70001), (70001, 3)] {
+    for (rows, len) in [
+        (3usize, 1023usize),
+        (2, 8193),
+        (4, 70001),
+        (70001, 3),
+        (600, 4099),
+    ] {
         let n = rows * len;
         let inputs = [
             (

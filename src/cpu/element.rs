@@ -25,8 +25,21 @@ pub(crate) trait CpuElement: Element {
         W::from_elem(self)
     }
 
+    /// `x`'s bytes where `R` sums integers and the element is a byte (u8,
+    /// bool): such a sum may add bytes among themselves before it widens
+    /// them ([`byte_sum`], the tree's byte column leaf), since integer adds
+    /// wrap and give the same bits in any order
+    /// ([`ReduceOps::SUMS_INTEGERS`]). Widening every byte to an i64
+    /// accumulator costs an add of 8 bytes (and, down columns, a load and a
+    /// store of the accumulator) for each input byte.
+    #[inline(always)]
+    fn summed_bytes<W: Compute, R: ReduceOps<W>>(_x: &[Self]) -> Option<&[u8]> {
+        None
+    }
+
     /// Folds `x[i]` (reduce index `first + i`) into the 8 lanes, in
-    /// [`accumulate_lanes`]' order.
+    /// [`accumulate_lanes`]' order, or, for a sum of bytes, their total
+    /// into the first lane.
     #[inline(always)]
     fn accumulate_contiguous<W: Compute, R: ReduceOps<W>>(
         x: &[Self],
@@ -34,7 +47,12 @@ pub(crate) trait CpuElement: Element {
         op: &R,
         lanes: &mut [R::Acc; 8],
     ) {
-        accumulate_lanes(x, first, op, lanes, Self::widen);
+        match Self::summed_bytes::<W, R>(x) {
+            Some(bytes) => {
+                lanes[0] = op.reduce(lanes[0], W::from_elem(byte_sum(bytes) as i64), first);
+            }
+            None => accumulate_lanes(x, first, op, lanes, Self::widen),
+        }
     }
 
     /// Folds `data[start + i * stride]` (reduce index `first + i`) for
@@ -146,6 +164,19 @@ pub(crate) trait CpuElement: Element {
 /// 75 to 51, and columns of 1024 of a longer row (`[333, 6432]` over 0)
 /// from 80-89 to 53-71 (torch: 43, 46, 57).
 pub(super) const STRIP_BYTES: usize = 128;
+
+/// Whether the CPU's folds of `sig` add bytes among themselves
+/// ([`CpuElement::summed_bytes`]): the functors that sum integers (sum and
+/// nansum computing in i64) over an element type that sums its bytes.
+pub(super) fn sums_bytes(sig: &crate::reduce::Signature) -> bool {
+    use crate::reduce::ReduceOp;
+    let sums =
+        matches!(sig.op, ReduceOp::Sum | ReduceOp::NanSum) && sig.compute == crate::DType::I64;
+    sums && sig.cast.is_none()
+        && crate::with_dtype!(sig.input, T => {
+            <T as CpuElement>::summed_bytes::<i64, super::ops::SumOps>(&[]).is_some()
+        })
+}
 
 /// [`CpuElement::strips_in_registers`] of the element type `dtype`.
 pub(super) fn strips_in_registers(dtype: crate::DType) -> bool {
@@ -741,43 +772,23 @@ impl CpuElement for f64 {}
 impl CpuElement for i32 {}
 impl CpuElement for i64 {}
 
-/// u8 and bool integer sums add a leaf's bytes among themselves first
-/// ([`byte_sum`]) and fold the total once, where the default leaf widens
-/// each byte to an i64 lane: one 64-bit add a byte, 4 bytes a 256-bit add.
-/// Integer adds wrap, so the total is the same bits in any order
-/// ([`ReduceOps::SUMS_INTEGERS`]).
+/// u8 and bool integer sums add bytes among themselves first
+/// ([`CpuElement::summed_bytes`]).
 impl CpuElement for u8 {
     #[inline(always)]
-    fn accumulate_contiguous<W: Compute, R: ReduceOps<W>>(
-        x: &[u8],
-        first: usize,
-        op: &R,
-        lanes: &mut [R::Acc; 8],
-    ) {
-        if R::SUMS_INTEGERS {
-            lanes[0] = op.reduce(lanes[0], W::from_elem(byte_sum(x) as i64), first);
-        } else {
-            accumulate_lanes(x, first, op, lanes, Self::widen);
-        }
+    fn summed_bytes<W: Compute, R: ReduceOps<W>>(x: &[u8]) -> Option<&[u8]> {
+        R::SUMS_INTEGERS.then_some(x)
     }
 }
 
 /// As u8: a bool is one byte, 0 or 1, so its sum is its bytes' sum.
 impl CpuElement for bool {
     #[inline(always)]
-    fn accumulate_contiguous<W: Compute, R: ReduceOps<W>>(
-        x: &[bool],
-        first: usize,
-        op: &R,
-        lanes: &mut [R::Acc; 8],
-    ) {
-        if R::SUMS_INTEGERS {
-            // SAFETY: a bool is one byte holding 0 or 1, a valid u8.
-            let bytes = unsafe { std::slice::from_raw_parts(x.as_ptr().cast::<u8>(), x.len()) };
-            u8::accumulate_contiguous(bytes, first, op, lanes);
-        } else {
-            accumulate_lanes(x, first, op, lanes, Self::widen);
-        }
+    fn summed_bytes<W: Compute, R: ReduceOps<W>>(x: &[bool]) -> Option<&[u8]> {
+        // SAFETY: a bool is one byte holding 0 or 1, a valid u8, and the
+        // bytes borrow `x`.
+        R::SUMS_INTEGERS
+            .then(|| unsafe { std::slice::from_raw_parts(x.as_ptr().cast::<u8>(), x.len()) })
     }
 }
 

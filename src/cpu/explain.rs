@@ -6,7 +6,7 @@
 //! count, and asks the trees' own `Layout` which loop shape runs, so the
 //! explanation cannot drift from the backend.
 
-use super::element::strips_in_registers;
+use super::element::{strips_in_registers, sums_bytes};
 use super::tree::{
     column_walk, splits, threads_split_rows, tile_width, ColumnWalk, Layout, LEAF, OUTER_LEAF_ROWS,
     PARALLEL_GRAIN, REGISTER_TILE,
@@ -77,6 +77,10 @@ pub enum CpuStrategy {
         /// rows, the strip's accumulators in registers, rather than a row
         /// at a time.
         strips: bool,
+        /// Whether a full tile's leaves add their rows' bytes into 16-bit
+        /// sums and widen each column's total once (integer sums of u8 and
+        /// bool), in place of strips or a row at a time.
+        byte_sums: bool,
     },
 }
 
@@ -173,19 +177,23 @@ impl CpuPlan {
             let width = output_dims[0].0;
             let rows = num_outputs / width;
             let tile = tile_width(width, rows, inputs_per_output, esize as usize, threads);
+            // As `tree::outer_tree` takes the byte leaf.
+            let byte_sums = tile > REGISTER_TILE && sums_bytes(signature);
             CpuStrategy::Outer {
                 tile,
                 tiles_per_row: width.div_ceil(tile),
                 rows,
                 leaf_rows: OUTER_LEAF_ROWS,
                 threads_split_rows: threads_split_rows(inputs_per_output, threads),
-                strips: column_walk(
-                    &layout,
-                    tile,
-                    esize as usize,
-                    signature.acc.size_in_bytes(),
-                    strips_in_registers(signature.input),
-                ) != ColumnWalk::Rows,
+                strips: !byte_sums
+                    && column_walk(
+                        &layout,
+                        tile,
+                        esize as usize,
+                        signature.acc.size_in_bytes(),
+                        strips_in_registers(signature.input),
+                    ) != ColumnWalk::Rows,
+                byte_sums,
             }
         } else if let Some(outputs_per_block) =
             runs::outputs_per_block(&layout, esize as usize, threads)
@@ -291,12 +299,15 @@ impl fmt::Display for CpuPlan {
                 leaf_rows,
                 threads_split_rows,
                 strips,
+                byte_sums,
             } => {
                 writeln!(
                     f,
                     "  strategy: outer column tiles of {tile} outputs ({tiles_per_row} per row x {rows} rows); {}",
                     if *tile <= REGISTER_TILE {
                         "each tile adds whole input rows, its accumulators in registers"
+                    } else if *byte_sums {
+                        "each leaf adds its rows' bytes into 16-bit sums, 4 rows a pass, and widens each column's total once"
                     } else if *strips {
                         "each leaf folds strips of columns down its rows, a strip's accumulators in registers"
                     } else {
@@ -408,6 +419,7 @@ mod tests {
                 leaf_rows: 128,
                 threads_split_rows: false,
                 strips: false,
+                byte_sums: false,
             }
         );
         // A transposed row sum is a column sum of the storage.
@@ -421,6 +433,7 @@ mod tests {
                 leaf_rows: 128,
                 threads_split_rows: true,
                 strips: true,
+                byte_sums: false,
             }
         );
         // Reducing the outer and inner dims: each output's inputs are runs
@@ -516,10 +529,47 @@ mod tests {
                 leaf_rows: 128,
                 threads_split_rows: false,
                 strips: false,
+                byte_sums: false,
             }
         );
         assert!(p.to_string().contains("input's order of the kept dims"));
         assert!(!plan(&[64, 4096], &[1], false).kept_dims_by_input);
+    }
+
+    /// Integer sums of u8 and bool columns add bytes in 16-bit sums; the
+    /// other ops over them, and tiles up to the register tile, do not.
+    #[test]
+    fn byte_column_sums_say_so() {
+        let outer = |dtype, op, shape: &[usize]| {
+            let x = Tensor::zeros(shape, dtype, Device::Cpu).unwrap();
+            let p = rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .build()
+                .unwrap()
+                .install(|| x.explain_cpu(op, &[0], false).unwrap());
+            let CpuStrategy::Outer {
+                byte_sums, strips, ..
+            } = p.strategy
+            else {
+                panic!("{dtype:?} {op:?}: {:?}", p.strategy)
+            };
+            assert!(!(byte_sums && strips));
+            (byte_sums, p.to_string().contains("16-bit sums"))
+        };
+        assert_eq!(outer(DType::U8, ReduceOp::Sum, &[64, 4096]), (true, true));
+        assert_eq!(
+            outer(DType::Bool, ReduceOp::NanSum, &[64, 4096]),
+            (true, true)
+        );
+        assert_eq!(outer(DType::U8, ReduceOp::Sum, &[64, 8]), (false, false));
+        assert_eq!(
+            outer(DType::U8, ReduceOp::AMax, &[64, 4096]),
+            (false, false)
+        );
+        assert_eq!(
+            outer(DType::I32, ReduceOp::Sum, &[64, 4096]),
+            (false, false)
+        );
     }
 
     #[test]

@@ -525,19 +525,27 @@ fn outer_tree<T: CpuElement, W: Compute, R: ReduceOps<W>>(
 ) {
     let w = acc.len();
     if hi - lo <= OUTER_LEAF_ROWS {
+        let row = |k| {
+            let at = start + Layout::offset(dims, k);
+            &data[at..at + w]
+        };
+        // Tiles up to the register tile keep their own leaf, whose
+        // accumulators never leave registers.
+        if let (true, Some(bytes)) = (w > REGISTER_TILE, T::summed_bytes::<W, R>(data)) {
+            let row = |k| {
+                let at = start + Layout::offset(dims, k);
+                &bytes[at..at + w]
+            };
+            dispatch!(byte_column_leaf(row, lo, hi, op, acc));
+            return;
+        }
         match walk {
             ColumnWalk::Strips { stride } => {
                 let first = start + lo * stride;
                 let span = &data[first..first + (hi - lo - 1) * stride + w];
                 dispatch!(T::fold_strips(span, stride, hi - lo, lo, op, acc));
             }
-            ColumnWalk::Rows => {
-                let row = |k| {
-                    let at = start + Layout::offset(dims, k);
-                    &data[at..at + w]
-                };
-                dispatch!(column_leaf(row, lo, hi, op, acc));
-            }
+            ColumnWalk::Rows => dispatch!(column_leaf(row, lo, hi, op, acc)),
         }
         return;
     }
@@ -696,6 +704,63 @@ fn column_leaf<'a, T: CpuElement, W: Compute, R: ReduceOps<W>>(
             }
             _ => T::accumulate_row(x, k, op, acc),
         }
+    }
+}
+
+/// Rows of bytes a 16-bit sum takes at most in [`byte_column_leaf`]: 256
+/// bytes of 255 make 65280, and 256 is a whole number of passes.
+const BYTE_ROWS_PER_SUM: usize = 256;
+const _: () = assert!(BYTE_ROWS_PER_SUM * 255 <= u16::MAX as usize);
+const _: () = assert!(BYTE_ROWS_PER_SUM % ROWS_PER_PASS == 0);
+
+/// The column leaf of an integer sum of bytes ([`CpuElement::summed_bytes`]):
+/// each pass adds [`ROWS_PER_PASS`] rows into 16-bit sums of the tile's
+/// columns, a vector of bytes an add, and each column's total is widened
+/// and folded into its accumulator once at the end, where the other leaves
+/// widen every byte into an i64 accumulator. The passes read several rows
+/// at once along the whole tile, as [`CpuElement::fold_columns`] does, so
+/// the rows stay long streams. Integer adds wrap, so any order gives the
+/// same bits.
+#[inline(always)]
+fn byte_column_leaf<'a, W: Compute, R: ReduceOps<W>>(
+    row: impl Fn(usize) -> &'a [u8],
+    lo: usize,
+    hi: usize,
+    op: &R,
+    acc: &mut [R::Acc],
+) {
+    acc.fill(op.identity());
+    let mut sums = [0u16; TILE];
+    for (c, acc) in acc.chunks_mut(TILE).enumerate() {
+        let cols = c * TILE..c * TILE + acc.len();
+        let sums = &mut sums[..acc.len()];
+        for block in (lo..hi).step_by(BYTE_ROWS_PER_SUM) {
+            let end = hi.min(block + BYTE_ROWS_PER_SUM);
+            sums.fill(0);
+            let mut k = block;
+            while k + ROWS_PER_PASS <= end {
+                let rows: [&[u8]; ROWS_PER_PASS] =
+                    std::array::from_fn(|r| &row(k + r)[cols.clone()]);
+                add_byte_rows(&rows, sums);
+                k += ROWS_PER_PASS;
+            }
+            for k in k..end {
+                add_byte_rows(&[&row(k)[cols.clone()]], sums);
+            }
+            for (a, &s) in acc.iter_mut().zip(&*sums) {
+                *a = op.reduce(*a, W::from_elem(i64::from(s)), block);
+            }
+        }
+    }
+}
+
+/// Adds column `j` of `rows` into `sums[j]`; every row holds `sums.len()`
+/// bytes.
+#[inline(always)]
+fn add_byte_rows<const N: usize>(rows: &[&[u8]; N], sums: &mut [u16]) {
+    let rows = rows.map(|r| &r[..sums.len()]);
+    for (j, s) in sums.iter_mut().enumerate() {
+        *s += rows.iter().map(|r| u16::from(r[j])).sum::<u16>();
     }
 }
 
@@ -1097,6 +1162,34 @@ mod tests {
             ArgMaxOps,
             |a, b| a.index == b.index,
         );
+    }
+
+    /// The byte column leaf against a plain column sum in i64: a leaf
+    /// taller than a 16-bit sum takes ([`BYTE_ROWS_PER_SUM`]) and wider
+    /// than its sums ([`TILE`]), ragged passes, 255s and every value; and
+    /// only u8 and bool integer sums take it.
+    #[test]
+    fn byte_column_leaves_add_every_row() {
+        let (rows, width) = (2 * BYTE_ROWS_PER_SUM + 7, TILE + 37);
+        let random: Vec<u8> = (0..rows * width).map(|i| (i * 7 + i / 13) as u8).collect();
+        let full = vec![255u8; rows * width];
+        for x in [&random, &full] {
+            for (lo, hi, w) in [(0, rows, width), (3, 3 + BYTE_ROWS_PER_SUM, 100), (1, 3, 9)] {
+                let row = |k: usize| &x[k * width..k * width + w];
+                let mut got = vec![-1i64; w];
+                byte_column_leaf(row, lo, hi, &SumOps, &mut got);
+                let want: Vec<i64> = (0..w)
+                    .map(|j| (lo..hi).map(|k| i64::from(row(k)[j])).sum())
+                    .collect();
+                assert_eq!(got, want, "rows {lo}..{hi} of {w}");
+            }
+        }
+        let sums = |x| <u8 as CpuElement>::summed_bytes::<i64, SumOps>(x).is_some();
+        assert!(sums(&random));
+        assert!(<bool as CpuElement>::summed_bytes::<i64, SumOps>(&[true]).is_some());
+        assert!(<u8 as CpuElement>::summed_bytes::<f32, SumOps>(&random).is_none());
+        assert!(<u8 as CpuElement>::summed_bytes::<i64, MaxOps>(&random).is_none());
+        assert!(<i32 as CpuElement>::summed_bytes::<i64, SumOps>(&[1]).is_none());
     }
 
     #[test]
