@@ -800,13 +800,22 @@ fn byte_sum(x: &[u8]) -> u64 {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{
-            __m128i, _mm_add_epi64, _mm_loadu_si128, _mm_sad_epu8, _mm_setzero_si128,
-            _mm_storeu_si128,
+            __m128i, _mm_add_epi64, _mm_loadl_epi64, _mm_loadu_si128, _mm_sad_epu8,
+            _mm_setzero_si128, _mm_storeu_si128,
         };
         let mut blocks = x.chunks_exact(64);
-        // SAFETY: SSE2 is in the x86-64 baseline; each load reads 16 bytes
-        // of a 64-byte block of `x` (unaligned loads), and each store writes
-        // the 16 bytes of `lanes`.
+        // Rows shorter than a block (and each row's last bytes) take
+        // 16-byte and then 8-byte loads, so that at most 7 bytes are added
+        // one by one.
+        let mut sixteens = blocks.remainder().chunks_exact(16);
+        let (eight, tail) = match sixteens.remainder() {
+            r if r.len() >= 8 => r.split_at(8),
+            r => (&r[..0], r),
+        };
+        // SAFETY: SSE2 is in the x86-64 baseline; each 16-byte load reads
+        // a 16-byte piece of `x` (unaligned loads), the 8-byte load the 8
+        // bytes of `eight` when it has them, and the store writes the 16
+        // bytes of `lanes`.
         let vector_total = unsafe {
             let zero = _mm_setzero_si128();
             let mut acc = [zero; 4];
@@ -816,17 +825,20 @@ fn byte_sum(x: &[u8]) -> u64 {
                     *a = _mm_add_epi64(*a, _mm_sad_epu8(_mm_loadu_si128(p.add(k)), zero));
                 }
             }
+            for sixteen in &mut sixteens {
+                let v = _mm_loadu_si128(sixteen.as_ptr().cast::<__m128i>());
+                acc[0] = _mm_add_epi64(acc[0], _mm_sad_epu8(v, zero));
+            }
+            if !eight.is_empty() {
+                let v = _mm_loadl_epi64(eight.as_ptr().cast::<__m128i>());
+                acc[1] = _mm_add_epi64(acc[1], _mm_sad_epu8(v, zero));
+            }
             let sum = _mm_add_epi64(_mm_add_epi64(acc[0], acc[1]), _mm_add_epi64(acc[2], acc[3]));
             let mut lanes = [0u64; 2];
             _mm_storeu_si128(lanes.as_mut_ptr().cast::<__m128i>(), sum);
             lanes[0] + lanes[1]
         };
-        vector_total
-            + blocks
-                .remainder()
-                .iter()
-                .map(|&b| u64::from(b))
-                .sum::<u64>()
+        vector_total + tail.iter().map(|&b| u64::from(b)).sum::<u64>()
     }
     #[cfg(not(target_arch = "x86_64"))]
     byte_sum_by_lanes(x)
@@ -1116,6 +1128,13 @@ mod tests {
                 (7, 1000),
                 (0, 8193),
                 (9, 69_990),
+                (2, 8),
+                (1, 15),
+                (0, 16),
+                (3, 24),
+                (5, 31),
+                (6, 47),
+                (4, 100),
             ] {
                 let x = &x[lo..lo + len];
                 let plain: u64 = x.iter().map(|&b| u64::from(b)).sum();
