@@ -8,8 +8,8 @@
 
 use super::element::{strips_in_registers, sums_bytes};
 use super::tree::{
-    column_walk, splits, threads_split_rows, tile_width, ColumnWalk, Layout, LEAF, OUTER_LEAF_ROWS,
-    PARALLEL_GRAIN, REGISTER_TILE,
+    column_walk, splits, threads_split_rows, tile_width, ColumnWalk, Layout, BYTE_LEAF_MIN_TILE,
+    LEAF, OUTER_LEAF_ROWS, PARALLEL_GRAIN, REGISTER_TILE,
 };
 use super::{runs, team};
 use crate::iter::TensorIterator;
@@ -178,7 +178,7 @@ impl CpuPlan {
             let rows = num_outputs / width;
             let tile = tile_width(width, rows, inputs_per_output, esize as usize, threads);
             // As `tree::outer_tree` takes the byte leaf.
-            let byte_sums = tile > REGISTER_TILE && sums_bytes(signature);
+            let byte_sums = tile >= BYTE_LEAF_MIN_TILE && sums_bytes(signature);
             CpuStrategy::Outer {
                 tile,
                 tiles_per_row: width.div_ceil(tile),
@@ -537,7 +537,8 @@ mod tests {
     }
 
     /// Integer sums of u8 and bool columns add bytes in 16-bit sums; the
-    /// other ops over them, and tiles up to the register tile, do not.
+    /// other ops over them, and tiles narrower than the byte leaf's, do
+    /// not.
     #[test]
     fn byte_column_sums_say_so() {
         let outer = |dtype, op, shape: &[usize]| {
@@ -562,6 +563,8 @@ mod tests {
             (true, true)
         );
         assert_eq!(outer(DType::U8, ReduceOp::Sum, &[64, 8]), (false, false));
+        assert_eq!(outer(DType::U8, ReduceOp::Sum, &[64, 127]), (false, false));
+        assert_eq!(outer(DType::U8, ReduceOp::Sum, &[64, 128]), (true, true));
         assert_eq!(
             outer(DType::U8, ReduceOp::AMax, &[64, 4096]),
             (false, false)

@@ -525,18 +525,20 @@ fn outer_tree<T: CpuElement, W: Compute, R: ReduceOps<W>>(
 ) {
     let w = acc.len();
     if hi - lo <= OUTER_LEAF_ROWS {
-        let row = |k| {
-            let at = start + Layout::offset(dims, k);
-            &data[at..at + w]
+        // One reduced dim (rows a stride apart) needs no divisions a row.
+        let at = |k| match dims {
+            &[(_, stride)] => start + k * stride,
+            _ => start + Layout::offset(dims, k),
         };
-        // Tiles up to the register tile keep their own leaf, whose
-        // accumulators never leave registers.
-        if let (true, Some(bytes)) = (w > REGISTER_TILE, T::summed_bytes::<W, R>(data)) {
-            let row = |k| {
-                let at = start + Layout::offset(dims, k);
-                &bytes[at..at + w]
-            };
-            dispatch!(byte_column_leaf(row, lo, hi, op, acc));
+        let row = |k| &data[at(k)..at(k) + w];
+        if let (true, Some(bytes)) = (w >= BYTE_LEAF_MIN_TILE, T::summed_bytes::<W, R>(data)) {
+            dispatch!(byte_column_leaf(
+                |k| &bytes[at(k)..at(k) + w],
+                lo,
+                hi,
+                op,
+                acc
+            ));
             return;
         }
         match walk {
@@ -707,6 +709,16 @@ fn column_leaf<'a, T: CpuElement, W: Compute, R: ReduceOps<W>>(
     }
 }
 
+/// The narrowest column tile that takes [`byte_column_leaf`]. Its cost a
+/// row (a pass's setup, the slices' checks) is paid for few columns in a
+/// narrower tile, which the strips or a row at a time fold faster:
+/// single-threaded on the 2-core machine (8.4 MB of u8, three rounds
+/// alternating the builds, medians), sums over dim 0 of rows of 16, 64
+/// and 96 ran 0.2x, 0.5x and 0.8x as fast as before the byte leaf, of
+/// 128, 192 and 256 1.25x, 1.9x and 2.5x as fast, of 512 and 1000 level,
+/// and tiles of 16384 (columns of 128 and 4096 rows) 1.7-2.5x.
+pub(super) const BYTE_LEAF_MIN_TILE: usize = 128;
+
 /// Rows of bytes a 16-bit sum takes at most in [`byte_column_leaf`]: 256
 /// bytes of 255 make 65280, and 256 is a whole number of passes.
 const BYTE_ROWS_PER_SUM: usize = 256;
@@ -730,9 +742,28 @@ fn byte_column_leaf<'a, W: Compute, R: ReduceOps<W>>(
     acc: &mut [R::Acc],
 ) {
     acc.fill(op.identity());
-    let mut sums = [0u16; TILE];
-    for (c, acc) in acc.chunks_mut(TILE).enumerate() {
-        let cols = c * TILE..c * TILE + acc.len();
+    // Sums on the stack about as wide as the tile, so that a tile of a
+    // row narrower than the minimum tile clears 2 KiB of them a leaf, not
+    // 32.
+    if acc.len() <= MIN_TILE {
+        byte_column_sums::<MIN_TILE, W, R>(row, lo, hi, op, acc);
+    } else {
+        byte_column_sums::<TILE, W, R>(row, lo, hi, op, acc);
+    }
+}
+
+/// [`byte_column_leaf`] with `C` 16-bit sums, `C` columns at a time.
+#[inline(always)]
+fn byte_column_sums<'a, const C: usize, W: Compute, R: ReduceOps<W>>(
+    row: impl Fn(usize) -> &'a [u8],
+    lo: usize,
+    hi: usize,
+    op: &R,
+    acc: &mut [R::Acc],
+) {
+    let mut sums = [0u16; C];
+    for (c, acc) in acc.chunks_mut(C).enumerate() {
+        let cols = c * C..c * C + acc.len();
         let sums = &mut sums[..acc.len()];
         for block in (lo..hi).step_by(BYTE_ROWS_PER_SUM) {
             let end = hi.min(block + BYTE_ROWS_PER_SUM);
@@ -1165,8 +1196,9 @@ mod tests {
     }
 
     /// The byte column leaf against a plain column sum in i64: a leaf
-    /// taller than a 16-bit sum takes ([`BYTE_ROWS_PER_SUM`]) and wider
-    /// than its sums ([`TILE`]), ragged passes, 255s and every value; and
+    /// taller than a 16-bit sum takes ([`BYTE_ROWS_PER_SUM`]), wider than
+    /// either size of its sums ([`MIN_TILE`], [`TILE`]), ragged passes,
+    /// 255s and every value; and
     /// only u8 and bool integer sums take it.
     #[test]
     fn byte_column_leaves_add_every_row() {
@@ -1174,7 +1206,12 @@ mod tests {
         let random: Vec<u8> = (0..rows * width).map(|i| (i * 7 + i / 13) as u8).collect();
         let full = vec![255u8; rows * width];
         for x in [&random, &full] {
-            for (lo, hi, w) in [(0, rows, width), (3, 3 + BYTE_ROWS_PER_SUM, 100), (1, 3, 9)] {
+            for (lo, hi, w) in [
+                (0, rows, width),
+                (3, 3 + BYTE_ROWS_PER_SUM, 100),
+                (1, 3, 9),
+                (2, rows, MIN_TILE + 1),
+            ] {
                 let row = |k: usize| &x[k * width..k * width + w];
                 let mut got = vec![-1i64; w];
                 byte_column_leaf(row, lo, hi, &SumOps, &mut got);
