@@ -1198,8 +1198,7 @@ mod tests {
     /// The byte column leaf against a plain column sum in i64: a leaf
     /// taller than a 16-bit sum takes ([`BYTE_ROWS_PER_SUM`]), wider than
     /// either size of its sums ([`MIN_TILE`], [`TILE`]), ragged passes,
-    /// 255s and every value; and
-    /// only u8 and bool integer sums take it.
+    /// 255s and every value; and only u8 and bool integer sums take it.
     #[test]
     fn byte_column_leaves_add_every_row() {
         let (rows, width) = (2 * BYTE_ROWS_PER_SUM + 7, TILE + 37);
@@ -1221,8 +1220,7 @@ mod tests {
                 assert_eq!(got, want, "rows {lo}..{hi} of {w}");
             }
         }
-        let sums = |x| <u8 as CpuElement>::summed_bytes::<i64, SumOps>(x).is_some();
-        assert!(sums(&random));
+        assert!(<u8 as CpuElement>::summed_bytes::<i64, SumOps>(&random).is_some());
         assert!(<bool as CpuElement>::summed_bytes::<i64, SumOps>(&[true]).is_some());
         assert!(<u8 as CpuElement>::summed_bytes::<f32, SumOps>(&random).is_none());
         assert!(<u8 as CpuElement>::summed_bytes::<i64, MaxOps>(&random).is_none());
