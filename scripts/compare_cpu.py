@@ -113,10 +113,10 @@ def measure_torch(cases, op, threads, protocol):
 class OurServer:
     """Our bench in `--serve` mode: one command a line, one JSON reply a line."""
 
-    def __init__(self, spec, extra):
+    def __init__(self, spec, extra, env=None):
         cmd = (staged_or_cargo("cpu_reduce") if spec == "auto" else shlex.split(spec)) + ["--serve"] + list(extra)
         print(f"running: {shlex.join(cmd)}", file=sys.stderr)
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
         self.hello = self._read()
 
     def _read(self):
