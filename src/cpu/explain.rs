@@ -73,15 +73,29 @@ pub enum CpuStrategy {
         /// Whether the threads split the input rows (each tile as wide as
         /// it may be) rather than the columns.
         threads_split_rows: bool,
-        /// Whether a full tile's leaves fold strips of columns down their
-        /// rows, the strip's accumulators in registers, rather than a row
-        /// at a time.
-        strips: bool,
-        /// Whether a full tile's leaves add their rows' bytes into 16-bit
-        /// sums and widen each column's total once (integer sums of u8 and
-        /// bool), in place of strips or a row at a time.
-        byte_sums: bool,
+        /// How a full tile's leaves walk their rows.
+        leaf: CpuColumnLeaf,
     },
+}
+
+/// How the leaves of a column tile ([`CpuStrategy::Outer`]) walk their
+/// input rows. Every output folds its rows in the same order whichever it
+/// is, so the walk never changes a result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CpuColumnLeaf {
+    /// Tiles of a vector's width or less: the tile's accumulators in
+    /// registers, a row at a time.
+    Registers,
+    /// A row at a time, the accumulators in memory.
+    Rows,
+    /// Four rows a pass along the whole tile, the accumulators in memory.
+    Passes,
+    /// Strips of columns down the rows, a strip's accumulators in
+    /// registers.
+    Strips,
+    /// The rows' bytes added into 16-bit sums, each column's total widened
+    /// once (integer sums of u8 and bool).
+    ByteSums,
 }
 
 /// Which threads a reduction runs on.
@@ -177,23 +191,28 @@ impl CpuPlan {
             let width = output_dims[0].0;
             let rows = num_outputs / width;
             let tile = tile_width(width, rows, inputs_per_output, esize as usize, threads);
-            // As `tree::outer_tree` takes the byte leaf.
-            let byte_sums = tile >= BYTE_LEAF_MIN_TILE && sums_bytes(signature);
+            // As `tree::outer_tree` and `tree::column_leaf` take them.
+            let leaf = if tile >= BYTE_LEAF_MIN_TILE && sums_bytes(signature) {
+                CpuColumnLeaf::ByteSums
+            } else if tile <= REGISTER_TILE {
+                CpuColumnLeaf::Registers
+            } else {
+                let elem_bytes = esize as usize;
+                let acc_bytes = signature.acc.size_in_bytes();
+                let in_registers = strips_in_registers(signature.input);
+                match column_walk(&layout, tile, elem_bytes, acc_bytes, in_registers) {
+                    ColumnWalk::Rows => CpuColumnLeaf::Rows,
+                    ColumnWalk::Passes => CpuColumnLeaf::Passes,
+                    ColumnWalk::Strips { .. } => CpuColumnLeaf::Strips,
+                }
+            };
             CpuStrategy::Outer {
                 tile,
                 tiles_per_row: width.div_ceil(tile),
                 rows,
                 leaf_rows: OUTER_LEAF_ROWS,
                 threads_split_rows: threads_split_rows(inputs_per_output, threads),
-                strips: !byte_sums
-                    && column_walk(
-                        &layout,
-                        tile,
-                        esize as usize,
-                        signature.acc.size_in_bytes(),
-                        strips_in_registers(signature.input),
-                    ) != ColumnWalk::Rows,
-                byte_sums,
+                leaf,
             }
         } else if let Some(outputs_per_block) =
             runs::outputs_per_block(&layout, esize as usize, threads)
@@ -298,20 +317,21 @@ impl fmt::Display for CpuPlan {
                 rows,
                 leaf_rows,
                 threads_split_rows,
-                strips,
-                byte_sums,
+                leaf,
             } => {
                 writeln!(
                     f,
                     "  strategy: outer column tiles of {tile} outputs ({tiles_per_row} per row x {rows} rows); {}",
-                    if *tile <= REGISTER_TILE {
-                        "each tile adds whole input rows, its accumulators in registers"
-                    } else if *byte_sums {
-                        "each leaf adds its rows' bytes into 16-bit sums, 4 rows a pass, and widens each column's total once"
-                    } else if *strips {
-                        "each leaf folds strips of columns down its rows, a strip's accumulators in registers"
-                    } else {
-                        "each tile adds whole input rows"
+                    match leaf {
+                        CpuColumnLeaf::Registers =>
+                            "each tile adds whole input rows, its accumulators in registers",
+                        CpuColumnLeaf::Rows => "each tile adds whole input rows, a row at a time",
+                        CpuColumnLeaf::Passes =>
+                            "each tile adds whole input rows, 4 rows a pass along the tile",
+                        CpuColumnLeaf::ByteSums =>
+                            "each leaf adds its rows' bytes into 16-bit sums, 4 rows a pass, and widens each column's total once",
+                        CpuColumnLeaf::Strips =>
+                            "each leaf folds strips of columns down its rows, a strip's accumulators in registers",
                     }
                 )?;
                 writeln!(
@@ -418,8 +438,7 @@ mod tests {
                 rows: 1,
                 leaf_rows: 128,
                 threads_split_rows: false,
-                strips: false,
-                byte_sums: false,
+                leaf: CpuColumnLeaf::Passes,
             }
         );
         // A transposed row sum is a column sum of the storage.
@@ -432,8 +451,7 @@ mod tests {
                 rows: 1,
                 leaf_rows: 128,
                 threads_split_rows: true,
-                strips: true,
-                byte_sums: false,
+                leaf: CpuColumnLeaf::Strips,
             }
         );
         // Reducing the outer and inner dims: each output's inputs are runs
@@ -528,8 +546,7 @@ mod tests {
                 rows: 16,
                 leaf_rows: 128,
                 threads_split_rows: false,
-                strips: false,
-                byte_sums: false,
+                leaf: CpuColumnLeaf::Rows,
             }
         );
         assert!(p.to_string().contains("input's order of the kept dims"));
@@ -548,14 +565,13 @@ mod tests {
                 .build()
                 .unwrap()
                 .install(|| x.explain_cpu(op, &[0], false).unwrap());
-            let CpuStrategy::Outer {
-                byte_sums, strips, ..
-            } = p.strategy
-            else {
+            let CpuStrategy::Outer { leaf, .. } = p.strategy else {
                 panic!("{dtype:?} {op:?}: {:?}", p.strategy)
             };
-            assert!(!(byte_sums && strips));
-            (byte_sums, p.to_string().contains("16-bit sums"))
+            (
+                leaf == CpuColumnLeaf::ByteSums,
+                p.to_string().contains("16-bit sums"),
+            )
         };
         assert_eq!(outer(DType::U8, ReduceOp::Sum, &[64, 4096]), (true, true));
         assert_eq!(

@@ -28,7 +28,7 @@ mod tree;
 mod welford;
 
 pub use crate::tensor::host_cache::release_cached_memory;
-pub use explain::{CpuPlan, CpuStrategy, CpuThreads};
+pub use explain::{CpuColumnLeaf, CpuPlan, CpuStrategy, CpuThreads};
 pub use isa::{isa, limit_isa, CpuIsa};
 
 use crate::iter::TensorIterator;

@@ -547,7 +547,8 @@ fn outer_tree<T: CpuElement, W: Compute, R: ReduceOps<W>>(
                 let span = &data[first..first + (hi - lo - 1) * stride + w];
                 dispatch!(T::fold_strips(span, stride, hi - lo, lo, op, acc));
             }
-            ColumnWalk::Rows => dispatch!(column_leaf(row, lo, hi, op, acc)),
+            ColumnWalk::Rows => dispatch!(column_leaf(row, lo, hi, false, op, acc)),
+            ColumnWalk::Passes => dispatch!(column_leaf(row, lo, hi, true, op, acc)),
         }
         return;
     }
@@ -571,6 +572,9 @@ fn outer_tree<T: CpuElement, W: Compute, R: ReduceOps<W>>(
 pub(super) enum ColumnWalk {
     /// A row at a time, over accumulators in memory ([`column_leaf`]).
     Rows,
+    /// [`ROWS_PER_PASS`] rows a pass along the whole tile, over
+    /// accumulators in memory ([`column_leaf`], [`CpuElement::fold_columns`]).
+    Passes,
     /// A strip of columns at a time down every row, the strip's
     /// accumulators in registers ([`CpuElement::fold_strips`]); the rows are
     /// `stride` elements apart.
@@ -592,7 +596,27 @@ const STRIP_STRIDE_ALIGN: usize = 512;
 /// (3.2 MiB) 1.4x faster.
 const STRIP_LEAF_SPAN: usize = 4 << 20;
 
-/// How a column tile of `tile` outputs walks its rows.
+/// How a column tile of `tile` outputs walks its rows: strips where they
+/// pay ([`strip_stride`]), else several rows a pass where that pays
+/// ([`takes_passes`]), else a row at a time. Every output folds its rows in
+/// the same order whichever it is: the walk never changes a result.
+pub(super) fn column_walk(
+    l: &Layout,
+    tile: usize,
+    elem_bytes: usize,
+    acc_bytes: usize,
+    strips_in_registers: bool,
+) -> ColumnWalk {
+    if let Some(stride) = strip_stride(l, tile, elem_bytes, acc_bytes, strips_in_registers) {
+        ColumnWalk::Strips { stride }
+    } else if takes_passes(l, tile, elem_bytes, acc_bytes) {
+        ColumnWalk::Passes
+    } else {
+        ColumnWalk::Rows
+    }
+}
+
+/// The row stride of a column tile's strips, where it takes strips.
 ///
 /// A row at a time, the accumulators are loaded and stored for each input
 /// vector, and a narrow tile pays a loop's setup for each row: in cache,
@@ -619,20 +643,20 @@ const STRIP_LEAF_SPAN: usize = 4 << 20;
 ///   which the hardware streams, keep a row at a time (`[2048, 1000]` over
 ///   0 ran level either way).
 ///
-/// Either way every output folds its rows in the same order: the walk
-/// never changes a result.
-pub(super) fn column_walk(
+/// Strips down leaves that fit neither, from DRAM, ran 0.3-0.7x as fast as
+/// the leaves' rows on the 16-core host (columns of 128 to 16384 rows).
+fn strip_stride(
     l: &Layout,
     tile: usize,
     elem_bytes: usize,
     acc_bytes: usize,
     strips_in_registers: bool,
-) -> ColumnWalk {
+) -> Option<usize> {
     let &[(_, stride)] = l.reduce.as_slice() else {
-        return ColumnWalk::Rows;
+        return None;
     };
     if tile <= REGISTER_TILE || acc_bytes > 8 || !strips_in_registers {
-        return ColumnWalk::Rows;
+        return None;
     }
     let stride_bytes = stride.saturating_mul(elem_bytes);
     let leaf_bytes = stride_bytes.saturating_mul(l.num_inputs.min(OUTER_LEAF_ROWS));
@@ -642,15 +666,40 @@ pub(super) fn column_walk(
         stride_bytes != 0 && stride_bytes.trailing_zeros() <= STRIP_STRIDE_ALIGN.trailing_zeros();
     let near = leaf_bytes <= STRIP_LEAF_SPAN;
     let piece_or_in_l1 = stride > tile || leaf_bytes <= L1_ACCUMULATOR_BYTES;
-    if in_half_of_l1 || (cached && spread && near && piece_or_in_l1) {
-        ColumnWalk::Strips { stride }
-    } else {
-        ColumnWalk::Rows
-    }
+    (in_half_of_l1 || (cached && spread && near && piece_or_in_l1)).then_some(stride)
+}
+
+/// Whether the leaves of a column tile of `tile` outputs that takes no
+/// strips fold [`ROWS_PER_PASS`] rows a pass along the whole tile
+/// ([`CpuElement::fold_columns`]) rather than a row at a time:
+///
+/// - where the tile's accumulators outgrow L1 ([`L1_ACCUMULATOR_BYTES`]):
+///   a pass loads and stores each accumulator once for several rows; or
+/// - where the input streams from DRAM ([`team::TEAM_MAX_BYTES`]) in
+///   pieces of at least [`MIN_TILE`] columns and more than a page
+///   ([`PREFETCH_PIECE_BYTES`]): four rows read at once keep more requests
+///   in flight than one row that the hardware alone prefetches, piece by
+///   piece. On the 16-core host (16 threads, 134-268 MB inputs, three
+///   rounds rotating the variants case by case, medians), f64 and i64
+///   columns of 128 rows (tiles of 2048, pieces of 16 KiB) ran 1.12x and
+///   1.14x faster in passes, f64 columns of 4096 rows (tiles of 1024)
+///   1.14x, f16 and bf16 columns of 16384 rows (rows of 8192 end to end)
+///   1.37x and 1.20x, f64 ones (rows of 1024) 1.12x.
+///
+/// Pieces of a page or less keep a row at a time, which prefetches the
+/// rows ahead ([`column_prefetch`]); narrow tiles (128-256 outputs, one
+/// contiguous stream) ran 1.4-2.3x slower in passes than a row a pass on
+/// the 2-core machine.
+fn takes_passes(l: &Layout, tile: usize, elem_bytes: usize, acc_bytes: usize) -> bool {
+    let outgrow_l1 = tile.saturating_mul(acc_bytes) > L1_ACCUMULATOR_BYTES;
+    let streamed = l.input_bytes(elem_bytes) > team::TEAM_MAX_BYTES;
+    let long_pieces = tile >= MIN_TILE && tile.saturating_mul(elem_bytes) > PREFETCH_PIECE_BYTES;
+    outgrow_l1 || (streamed && long_pieces)
 }
 
 /// The leaf of a column tile: rows `lo..hi` (`row(k)` is row `k`'s piece
-/// of the tile) folded in order into `acc`, starting from the identity.
+/// of the tile) folded in order into `acc`, starting from the identity,
+/// [`ROWS_PER_PASS`] rows a pass where `passes` ([`ColumnWalk::Passes`]).
 /// Compiled in [`dispatch!`]'s function of its own, so that its loops are
 /// compiled the same way whichever tree calls it.
 #[inline(always)]
@@ -658,6 +707,7 @@ fn column_leaf<'a, T: CpuElement, W: Compute, R: ReduceOps<W>>(
     row: impl Fn(usize) -> &'a [T],
     lo: usize,
     hi: usize,
+    passes: bool,
     op: &R,
     acc: &mut [R::Acc],
 ) {
@@ -676,11 +726,7 @@ fn column_leaf<'a, T: CpuElement, W: Compute, R: ReduceOps<W>>(
     }
     narrow!(1 2 3 4 5 6 7 8);
     let mut k = lo;
-    // Several rows a pass save accumulator traffic, which costs only when
-    // the accumulators outgrow L1; on narrow tiles (128-256 outputs, one
-    // contiguous stream) passes of 4 rows ran 1.4-2.3x slower than a row a
-    // pass.
-    if std::mem::size_of_val(acc) > L1_ACCUMULATOR_BYTES {
+    if passes {
         while k + ROWS_PER_PASS <= hi {
             let rows: [&[T]; ROWS_PER_PASS] = std::array::from_fn(|r| row(k + r));
             T::fold_columns(&rows, k, op, acc);
@@ -1026,13 +1072,27 @@ mod tests {
         );
         // A broadcast reduced dim (stride 0) reads one row again and again.
         assert_eq!(walk(1 << 10, 0, 32, 32), Strips { stride: 0 });
+        // Rows from DRAM in pieces longer than a page, of 1024 columns or
+        // more: several rows a pass (f64 columns of 128 rows in tiles of
+        // 2048; f32 rows of 2048 end to end). Pieces of a page, narrower
+        // tiles and inputs read from the caches: a row at a time, unless
+        // the accumulators outgrow L1 (16384 f32 outputs).
+        let f64_walk =
+            |rows, width, tile| column_walk(&layout(rows, width, width, 1), tile, 8, 8, true);
+        assert_eq!(f64_walk(128, 131072, 2048), Passes);
+        assert_eq!(f64_walk(128, 2048, 2048), Rows);
+        assert_eq!(f64_walk(1 << 16, 1000, 1000), Rows);
+        assert_eq!(walk(1 << 16, 2048, 2048, 2048), Passes);
+        assert_eq!(walk(1 << 16, 1 << 20, 1 << 20, 1024), Rows);
+        assert_eq!(walk(1 << 10, 2048, 2048, 2048), Rows);
+        assert_eq!(walk(256, 16384, 16384, 16384), Passes);
     }
 
-    /// The strips of a column tile against a row at a time, bit for bit,
-    /// through the whole tree: ragged strips, rows end to end and with
-    /// gaps, one leaf and several.
+    /// The strips and passes of a column tile against a row at a time, bit
+    /// for bit, through the whole tree: ragged strips and passes, rows end
+    /// to end and with gaps, one leaf and several.
     #[test]
-    fn column_strips_fold_as_rows_do() {
+    fn column_strips_and_passes_fold_as_rows_do() {
         let x: Vec<f32> = (0..300 * 200).map(value).collect();
         for (rows, w, gap) in [
             (300, 13, 0),
@@ -1043,26 +1103,19 @@ mod tests {
         ] {
             let stride = w + gap;
             let dims = [(rows, stride)];
-            let mut strips = vec![0f32; w];
-            let mut by_row = vec![0f32; w];
-            let strip = ColumnWalk::Strips { stride };
-            outer_tree(&x, 3, &dims, 0, rows, &SumOps, strip, &mut strips);
-            outer_tree(
-                &x,
-                3,
-                &dims,
-                0,
-                rows,
-                &SumOps,
-                ColumnWalk::Rows,
-                &mut by_row,
-            );
-            let bits = |v: &[f32]| v.iter().map(|a| a.to_bits()).collect::<Vec<_>>();
-            assert_eq!(
-                bits(&strips),
-                bits(&by_row),
-                "{rows} rows of {w}, gap {gap}"
-            );
+            let fold = |walk| {
+                let mut acc = vec![0f32; w];
+                outer_tree(&x, 3, &dims, 0, rows, &SumOps, walk, &mut acc);
+                acc.iter().map(|a| a.to_bits()).collect::<Vec<_>>()
+            };
+            let by_row = fold(ColumnWalk::Rows);
+            for walk in [ColumnWalk::Strips { stride }, ColumnWalk::Passes] {
+                assert_eq!(
+                    fold(walk),
+                    by_row,
+                    "{walk:?}: {rows} rows of {w}, gap {gap}"
+                );
+            }
         }
     }
 
@@ -1150,20 +1203,23 @@ mod tests {
         op: R,
         same: impl Fn(&R::Acc, &R::Acc) -> bool,
     ) {
-        let passes = L1_ACCUMULATOR_BYTES / std::mem::size_of::<R::Acc>() + 45;
-        let x: Vec<T> = (0..(passes + 3) * 14).map(make).collect();
+        let wide = L1_ACCUMULATOR_BYTES / std::mem::size_of::<R::Acc>() + 45;
+        let x: Vec<T> = (0..(wide + 3) * 14).map(make).collect();
         // Rows with gaps between them, and end to end (prefetched along).
-        for gap in [3, 0] {
-            for w in (1..=17).chain([200, passes]) {
+        for (gap, passes) in [(3, false), (0, false), (3, true), (0, true)] {
+            for w in (1..=17).chain([200, wide]) {
                 let stride = w + gap;
                 let (lo, hi) = (5, OUTER_LEAF_ROWS.min(x.len() / stride));
                 let row = |k: usize| &x[k * stride..k * stride + w];
                 let mut got = vec![op.identity(); w];
-                column_leaf(row, lo, hi, &op, &mut got);
+                column_leaf(row, lo, hi, passes, &op, &mut got);
                 for (j, g) in got.iter().enumerate() {
                     let want =
                         (lo..hi).fold(op.identity(), |a, k| op.reduce(a, row(k)[j].widen(), k));
-                    assert!(same(g, &want), "output {j} of a tile of {w}, gap {gap}");
+                    assert!(
+                        same(g, &want),
+                        "output {j} of a tile of {w}, gap {gap}, passes {passes}"
+                    );
                 }
             }
         }
