@@ -641,10 +641,20 @@ pub(super) fn column_walk(
 ///   longer row (a row at a time restarts the hardware's prefetch at each
 ///   piece anyway) or its leaf's rows fit L1. Longer rows end to end,
 ///   which the hardware streams, keep a row at a time (`[2048, 1000]` over
-///   0 ran level either way).
+///   0 ran level either way); or
+/// - columns of fewer rows than a pass ([`ROWS_PER_PASS`]), where a row
+///   at a time loads and stores every accumulator for each row and no pass
+///   takes the rows together: a strip reads all of them and stores each
+///   output once. On the 16-core host (16 threads, 134-268 MB, three
+///   rounds rotating the variants, medians), f32 columns of 2 and 3 rows
+///   ran 1.18x and 1.40x faster in strips, f16, f64 and i64 columns of 2
+///   rows 1.25x, 1.26x and 1.33x, and f32 columns of 4 rows, one pass,
+///   0.71x; on the 2-core machine (two threads) 1.12x, 1.21x, 1.24x, 1.13x,
+///   1.09x and 0.91x.
 ///
-/// Strips down leaves that fit neither, from DRAM, ran 0.3-0.7x as fast as
-/// the leaves' rows on the 16-core host (columns of 128 to 16384 rows).
+/// Strips down leaves of more rows that fit none of these, from DRAM, ran
+/// 0.3-0.7x as fast as the leaves' rows on the 16-core host (columns of
+/// 128 to 16384 rows).
 fn strip_stride(
     l: &Layout,
     tile: usize,
@@ -666,7 +676,9 @@ fn strip_stride(
         stride_bytes != 0 && stride_bytes.trailing_zeros() <= STRIP_STRIDE_ALIGN.trailing_zeros();
     let near = leaf_bytes <= STRIP_LEAF_SPAN;
     let piece_or_in_l1 = stride > tile || leaf_bytes <= L1_ACCUMULATOR_BYTES;
-    (in_half_of_l1 || (cached && spread && near && piece_or_in_l1)).then_some(stride)
+    let fewer_than_a_pass = l.num_inputs < ROWS_PER_PASS;
+    (fewer_than_a_pass || in_half_of_l1 || (cached && spread && near && piece_or_in_l1))
+        .then_some(stride)
 }
 
 /// Whether the leaves of a column tile of `tile` outputs that takes no
@@ -1086,6 +1098,9 @@ mod tests {
         assert_eq!(walk(1 << 16, 1 << 20, 1 << 20, 1024), Rows);
         assert_eq!(walk(1 << 10, 2048, 2048, 2048), Rows);
         assert_eq!(walk(256, 16384, 16384, 16384), Passes);
+        // Fewer rows than a pass, from DRAM: strips; a pass's rows: passes.
+        assert_eq!(walk(3, 1 << 24, 1 << 24, 16384), Strips { stride: 1 << 24 });
+        assert_eq!(walk(4, 1 << 24, 1 << 24, 16384), Passes);
     }
 
     /// The strips and passes of a column tile against a row at a time, bit
