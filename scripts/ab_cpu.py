@@ -26,7 +26,7 @@ import statistics
 import sys
 import time
 
-from bench_common import case_set_arg, load_cases
+from bench_common import case_set_arg, load_cases, print_ab_table
 from compare_cpu import SETTLE_S, OurServer, torch_setup, torch_timer
 
 
@@ -98,20 +98,9 @@ def main() -> int:
         for s in servers:
             s.close()
 
-    print(f"median of {args.rounds} rotating rounds, µs; speed-up = the first side's µs / this side's µs")
     for i, n in enumerate(names):
         print(f"- side {i}: `{n}`")
-    print("| case | " + " | ".join(f"side {i}" for i in range(len(names))) + " | "
-          + " | ".join(f"speed-up {i}" for i in range(1, len(names))) + " |")
-    print("|---|" + "---:|" * (2 * len(names) - 1))
-    ups = [[] for _ in names[1:]]
-    for name, med in rows:
-        cells = [f"{m:.1f}" for m in med]
-        for i, m in enumerate(med[1:]):
-            ups[i].append(med[0] / m)
-        print(f"| {name} | " + " | ".join(cells) + " | " + " | ".join(f"{med[0] / m:.2f}×" for m in med[1:]) + " |")
-    geo = [f"{statistics.geometric_mean(u):.2f}×" if u else "–" for u in ups]
-    print("| **geometric mean** | " + " | ".join("" for _ in names) + " | " + " | ".join(geo) + " |")
+    print_ab_table([f"side {i}" for i in range(len(names))], rows, args.rounds, order="rotating")
     return status
 
 

@@ -23,6 +23,8 @@ import subprocess
 import sys
 import tempfile
 
+from bench_common import print_ab_table
+
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -55,23 +57,9 @@ def main() -> int:
                         times[case["name"]].setdefault(b, []).append(case["our_us"])
 
     names = [os.path.basename(b) for b in args.benches]
-    print(f"median of {args.rounds} alternating rounds, µs; speed-up = first build's µs / this build's µs")
-    print("| case | " + " | ".join(names) + " | " + " | ".join(f"speed-up {n}" for n in names[1:]) + " |")
-    print("|---|" + "---:|" * (2 * len(names) - 1))
-    speedups: list[list[float]] = [[] for _ in names[1:]]
-    for name in order:
-        med = [statistics.median(times[name][b]) if b in times[name] else None for b in range(len(names))]
-        cells = [f"{m:.1f}" if m is not None else "–" for m in med]
-        ups = []
-        for i, m in enumerate(med[1:]):
-            if m and med[0]:
-                ups.append(f"{med[0] / m:.2f}×")
-                speedups[i].append(med[0] / m)
-            else:
-                ups.append("–")
-        print(f"| {name} | " + " | ".join(cells) + " | " + " | ".join(ups) + " |")
-    geo = [f"{statistics.geometric_mean(s):.2f}×" if s else "–" for s in speedups]
-    print("| **geometric mean** | " + " | ".join("" for _ in names) + " | " + " | ".join(geo) + " |")
+    rows = [(name, [statistics.median(times[name][b]) if b in times[name] else None for b in range(len(names))])
+            for name in order]
+    print_ab_table(names, rows, args.rounds)
     return 0
 
 

@@ -230,6 +230,28 @@ def gcell(cells, k, spec=".1f", suffix=""):
     return fmt(g, spec, suffix) + more
 
 
+def print_ab_table(names, rows, rounds, order="alternating"):
+    """The A/B table of scripts/ab_gpu.py and scripts/ab_cpu.py: per case
+    (`rows`: (name, [µs or None per side])) each side's median and its
+    speed-up over the first side, then the geometric mean of the speed-ups."""
+    print(f"median of {rounds} {order} rounds, µs; speed-up = the first side's µs / this side's µs")
+    print("| case | " + " | ".join(names) + " | " + " | ".join(f"speed-up {n}" for n in names[1:]) + " |")
+    print("|---|" + "---:|" * (2 * len(names) - 1))
+    speedups = [[] for _ in names[1:]]
+    for name, med in rows:
+        cells = [fmt(m) for m in med]
+        ups = []
+        for i, m in enumerate(med[1:]):
+            if m and med[0]:
+                ups.append(f"{med[0] / m:.2f}×")
+                speedups[i].append(med[0] / m)
+            else:
+                ups.append(DASH)
+        print(f"| {name} | " + " | ".join(cells) + " | " + " | ".join(ups) + " |")
+    geo = [f"{geomean(s):.2f}×" if s else DASH for s in speedups]
+    print("| **geometric mean** | " + " | ".join("" for _ in names) + " | " + " | ".join(geo) + " |")
+
+
 def cupy_median_us(launch, warmup=5, runs=50):
     """Median µs of `launch()` by CUDA events around each call, after
     `warmup` calls: the plain kernels' protocol in scripts/ (CuPy)."""

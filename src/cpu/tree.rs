@@ -530,15 +530,16 @@ fn outer_tree<T: CpuElement, W: Compute, R: ReduceOps<W>>(
             &[(_, stride)] => start + k * stride,
             _ => start + Layout::offset(dims, k),
         };
-        let row = |k| &data[at(k)..at(k) + w];
+        let row = |k| {
+            let at = at(k);
+            &data[at..at + w]
+        };
         if let (true, Some(bytes)) = (w >= BYTE_LEAF_MIN_TILE, T::summed_bytes::<W, R>(data)) {
-            dispatch!(byte_column_leaf(
-                |k| &bytes[at(k)..at(k) + w],
-                lo,
-                hi,
-                op,
-                acc
-            ));
+            let row = |k| {
+                let at = at(k);
+                &bytes[at..at + w]
+            };
+            dispatch!(byte_column_leaf(row, lo, hi, op, acc));
             return;
         }
         match walk {
