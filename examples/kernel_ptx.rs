@@ -122,7 +122,8 @@ fn run(args: Vec<String>) -> Result<(), String> {
                 }
                 continue;
             };
-            let compiled = kernel::compile_ptx(&sig, arch).map_err(|e| format!("{label}: {e}"))?;
+            let compiled = kernel::compile_ptx(&sig, arch, kernel::PtxOptimization::Full)
+                .map_err(|e| format!("{label}: {e}"))?;
             if whole_modules {
                 std::fs::create_dir_all(out)
                     .and_then(|()| std::fs::write(out.join(format!("{label}.ptx")), &compiled.ptx))

@@ -1,8 +1,9 @@
 //! Compiles every `reduce_kernel` instantiation the entry points can ask
-//! for (every op's signatures) through NVRTC to PTX for compute_90, and the
-//! first signature of each op down to machine code for sm_90 and sm_80, with
-//! no GPU needed. (The GPU machine's test runs compile every module to
-//! machine code for its own architecture first.)
+//! for (every op's signatures) through NVRTC to PTX for compute_90, lowered
+//! with little optimisation, and the first signature of each op fully
+//! optimised down to machine code for sm_90 and sm_80, with no GPU needed.
+//! (The GPU machine's test runs compile every module, optimised, to machine
+//! code for its own architecture first.)
 //!
 //! The tests are ignored by default, so that a machine without libnvrtc
 //! shows them as ignored rather than passed. Run them with
@@ -48,10 +49,12 @@ fn every_instantiation_compiles() {
     private_cache_dir();
     println!("NVRTC {:?}", cuda::nvrtc_version().unwrap());
     // Every signature to PTX for the architecture the GPU machine has
-    // (NVRTC's front end and NVVM, where template and type errors show);
-    // the first of each op to machine code (ptxas too) for it and for sm_80,
-    // which catches code that needs Hopper. Machine code for every
-    // signature took about 1000 s of CI's 2 cores, this about 350.
+    // (NVRTC's front end, where template and type errors show, lowered
+    // with little optimisation: optimised, the PTX of every signature took
+    // about 700 s of CI's 2 cores); the first of each op fully optimised to
+    // machine code (ptxas too) for it and for sm_80, which catches code
+    // that needs Hopper. The GPU machine's test runs compile every module
+    // optimised.
     let mut jobs: Vec<(Signature, (u32, u32), bool)> = Vec::new();
     for op in ReduceOp::ALL {
         let sigs = op.all_signatures();
@@ -81,17 +84,19 @@ fn every_instantiation_compiles() {
                         k.lowered_names
                     })
                 } else {
-                    kernel::compile_ptx(&spec, arch).map(|k| {
-                        // Every kernel is an entry of the PTX module.
-                        for name in &k.lowered_names {
-                            assert!(
-                                k.ptx.contains(&format!(".entry {name}(")),
-                                "{}: no entry {name} in the PTX",
-                                kernel::label(&spec)
-                            );
-                        }
-                        k.lowered_names
-                    })
+                    kernel::compile_ptx(&spec, arch, kernel::PtxOptimization::FastCompile).map(
+                        |k| {
+                            // Every kernel is an entry of the PTX module.
+                            for name in &k.lowered_names {
+                                assert!(
+                                    k.ptx.contains(&format!(".entry {name}(")),
+                                    "{}: no entry {name} in the PTX",
+                                    kernel::label(&spec)
+                                );
+                            }
+                            k.lowered_names
+                        },
+                    )
                 };
                 match compiled {
                     Ok(names) => {

@@ -174,16 +174,35 @@ fn options_for(architecture: String) -> Vec<String> {
     ]
 }
 
+/// How hard NVVM optimises a module compiled to PTX ([`compile_ptx`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PtxOptimization {
+    /// As [`compile`] optimises: the PTX ptxas would be given, to read or
+    /// to compare between commits.
+    Full,
+    /// NVRTC's `--Ofast-compile=max`: the same front end (templates,
+    /// types, the layout asserts) and the same entries, lowered with
+    /// little optimisation, in about a twentieth of the time. For checking
+    /// that every signature compiles; its code is not what runs.
+    FastCompile,
+}
+
 /// Compiles the kernels of `sig` to PTX for `arch`'s virtual architecture
 /// (`compute_XY`), bypassing the disk cache: everything NVRTC's front end
-/// and NVVM check (templates, types, the layout asserts) short of ptxas's
-/// machine code, in about a fifth of [`compile`]'s time across the
-/// signatures (ptxas is most of it for the unrolled kernels). Nothing loads
-/// this PTX; it is how the compile test covers every signature, beside
-/// machine code for one signature per op.
-pub fn compile_ptx(sig: &Signature, arch: (u32, u32)) -> Result<CompiledPtx> {
+/// and NVVM check short of ptxas's machine code. Nothing loads this PTX; it
+/// is for reading kernels without a GPU and for the compile test, which
+/// covers every signature this way beside machine code for one signature
+/// per op.
+pub fn compile_ptx(
+    sig: &Signature,
+    arch: (u32, u32),
+    optimization: PtxOptimization,
+) -> Result<CompiledPtx> {
     validate(sig)?;
-    let options = options_for(format!("compute_{}{}", arch.0, arch.1));
+    let mut options = options_for(format!("compute_{}{}", arch.0, arch.1));
+    if optimization == PtxOptimization::FastCompile {
+        options.push("--Ofast-compile=max".into());
+    }
     let Compiled {
         image,
         lowered_names,
