@@ -4,85 +4,20 @@
 
 mod common;
 
-use common::{assert_close, random_values, reference_sum, tensor_of, to_f64, Rng, ViewOp};
+use common::cases::{case_strategy_within, Case, CaseLimits};
+use common::{assert_close, random_values, reference_sum, tensor_of, to_f64, Rng};
 use ndarray::{ArrayD, IxDyn};
 use proptest::prelude::*;
 use tensor_reduce::reduce::ReduceOp;
 use tensor_reduce::{DType, Device};
 
-/// One random case: a base shape, views applied to it, and a reduction.
-#[derive(Debug, Clone)]
-struct Case {
-    dtype: DType,
-    base_shape: Vec<usize>,
-    views: Vec<ViewOp>,
-    /// Dims as the caller passes them: possibly negative, any order.
-    dims: Vec<isize>,
-    keepdim: bool,
-    seed: u64,
-}
-
-/// Elements counting size-0 dims as 1: an empty dim makes numel 0, but
-/// partial sums over the other dims (the reference's, and the result) can
-/// still be huge.
-fn nonempty(shape: &[usize]) -> usize {
-    shape.iter().map(|&d| d.max(1)).product()
-}
-
-fn case_strategy(dtype: DType) -> impl Strategy<Value = Case> {
-    // Sizes mostly small (0 and 1 included), sometimes long enough to reach
-    // the multi-accumulator, vectorised and split paths.
-    let dim_size = prop_oneof![6 => 0usize..6, 2 => 6usize..40, 1 => 40usize..700];
-    (
-        proptest::collection::vec(dim_size, 0..=6),
-        any::<u64>(),
-        any::<bool>(),
-    )
-        .prop_filter_map(
-            "at most 40k elements",
-            move |(base_shape, seed, keepdim)| {
-                if nonempty(&base_shape) > 40_000 {
-                    return None;
-                }
-                let mut rng = Rng(seed);
-                let mut shape = base_shape.clone();
-                let mut views = Vec::new();
-                for _ in 0..rng.below(4) {
-                    if let Some(op) = ViewOp::random(&shape, &mut rng) {
-                        let probe = op.apply(
-                            &tensor_reduce::Tensor::zeros(&shape, DType::U8, Device::Cpu).unwrap(),
-                        );
-                        if nonempty(probe.shape()) > 60_000 {
-                            continue;
-                        }
-                        shape = probe.shape().to_vec();
-                        views.push(op);
-                    }
-                }
-                let rank = shape.len();
-                let mut dims: Vec<isize> = (0..rank as isize).filter(|_| rng.chance(0.5)).collect();
-                if rank > 0 && dims.is_empty() && rng.chance(0.5) {
-                    dims.push(rng.below(rank) as isize);
-                }
-                for d in dims.iter_mut() {
-                    if rng.chance(0.5) {
-                        *d -= rank as isize; // the negative spelling of the same dim
-                    }
-                }
-                for i in (1..dims.len()).rev() {
-                    dims.swap(i, rng.below(i + 1));
-                }
-                Some(Case {
-                    dtype,
-                    base_shape,
-                    views,
-                    dims,
-                    keepdim,
-                    seed,
-                })
-            },
-        )
-}
+/// Larger cases than the family's: sum's reference is cheap, and longer
+/// rows reach more of the kernels' paths.
+const SUM_LIMITS: CaseLimits = CaseLimits {
+    max_rank: 6,
+    max_elements: 40_000,
+    max_view_elements: 60_000,
+};
 
 fn check_case(case: &Case, device: Device) -> Result<(), TestCaseError> {
     let mut rng = Rng(case.seed ^ 0x5EED);
@@ -149,7 +84,7 @@ fn run(dtype: DType, device: Device) {
         failure_persistence: None,
         ..ProptestConfig::default()
     };
-    proptest!(config, |(case in case_strategy(dtype))| {
+    proptest!(config, |(case in case_strategy_within(dtype, SUM_LIMITS))| {
         check_case(&case, device)?;
     });
 }

@@ -8,31 +8,66 @@ use ndarray::{ArrayD, IxDyn};
 use proptest::prelude::*;
 use tensor_reduce::{DType, Device, Tensor};
 
+/// One random case: a base shape, views applied to it, and a reduction.
 #[derive(Debug, Clone)]
 pub struct Case {
     pub dtype: DType,
     pub base_shape: Vec<usize>,
     pub views: Vec<ViewOp>,
+    /// Dims as the caller passes them: possibly negative, any order.
     pub dims: Vec<isize>,
     pub keepdim: bool,
     pub seed: u64,
 }
 
+/// How big a random case may be.
+#[derive(Debug, Clone, Copy)]
+pub struct CaseLimits {
+    /// Dims of the base tensor.
+    pub max_rank: usize,
+    /// Elements of the base tensor, counted by [`nonempty`].
+    pub max_elements: usize,
+    /// Elements of each view, counted by [`nonempty`] (a broadcast makes a
+    /// view larger than its base).
+    pub max_view_elements: usize,
+}
+
+impl CaseLimits {
+    /// The family's property tests, whose references fold every output's
+    /// slice in f64 or exactly.
+    pub const FAMILY: CaseLimits = CaseLimits {
+        max_rank: 5,
+        max_elements: 20_000,
+        max_view_elements: 30_000,
+    };
+}
+
+/// Elements counting size-0 dims as 1: an empty dim makes numel 0, but
+/// partial sums over the other dims (the reference's, and the result) can
+/// still be huge.
 pub fn nonempty(shape: &[usize]) -> usize {
     shape.iter().map(|&d| d.max(1)).product()
 }
 
+/// Random cases of `dtype` within [`CaseLimits::FAMILY`].
 pub fn case_strategy(dtype: DType) -> impl Strategy<Value = Case> {
+    case_strategy_within(dtype, CaseLimits::FAMILY)
+}
+
+/// Random cases of `dtype` within `limits`.
+pub fn case_strategy_within(dtype: DType, limits: CaseLimits) -> impl Strategy<Value = Case> {
+    // Sizes mostly small (0 and 1 included), sometimes long enough to reach
+    // the multi-accumulator, vectorised and split paths.
     let dim_size = prop_oneof![6 => 0usize..6, 2 => 6usize..40, 1 => 40usize..700];
     (
-        proptest::collection::vec(dim_size, 0..=5),
+        proptest::collection::vec(dim_size, 0..=limits.max_rank),
         any::<u64>(),
         any::<bool>(),
     )
         .prop_filter_map(
-            "at most 20k elements",
+            format!("at most {} elements", limits.max_elements),
             move |(base_shape, seed, keepdim)| {
-                if nonempty(&base_shape) > 20_000 {
+                if nonempty(&base_shape) > limits.max_elements {
                     return None;
                 }
                 let mut rng = Rng(seed);
@@ -42,7 +77,7 @@ pub fn case_strategy(dtype: DType) -> impl Strategy<Value = Case> {
                     if let Some(op) = ViewOp::random(&shape, &mut rng) {
                         let probe =
                             op.apply(&Tensor::zeros(&shape, DType::U8, Device::Cpu).unwrap());
-                        if nonempty(probe.shape()) > 30_000 {
+                        if nonempty(probe.shape()) > limits.max_view_elements {
                             continue;
                         }
                         shape = probe.shape().to_vec();
@@ -56,7 +91,7 @@ pub fn case_strategy(dtype: DType) -> impl Strategy<Value = Case> {
                 }
                 for d in dims.iter_mut() {
                     if rng.chance(0.5) {
-                        *d -= rank as isize;
+                        *d -= rank as isize; // the negative spelling of the same dim
                     }
                 }
                 for i in (1..dims.len()).rev() {
