@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::cases::{case_strategy, exact_sum, reference, wrapped_dims, Case};
+use common::cases::{case_strategy, exact_sum, proptest_config, reference, wrapped_dims, Case};
 use common::{random_values, round_to, tensor_of, to_f64, Rng};
 use ndarray::{ArrayD, IxDyn};
 use proptest::prelude::*;
@@ -203,15 +203,7 @@ fn check_case(op: ReduceOp, case: &Case, device: Device) -> Result<(), TestCaseE
 }
 
 fn run(op: ReduceOp, dtype: DType, device: Device) {
-    let cases = std::env::var("TENSOR_REDUCE_PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse::<u32>().ok())
-        .map_or(400, |n| n / 4);
-    let config = ProptestConfig {
-        cases,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    };
+    let config = proptest_config(400, 4);
     proptest!(config, |(case in case_strategy(dtype))| {
         check_case(op, &case, device)?;
     });

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::cases::{case_strategy_within, Case, CaseLimits};
+use common::cases::{case_strategy_within, proptest_config, Case, CaseLimits};
 use common::{assert_close, random_values, reference_sum, tensor_of, to_f64, Rng};
 use ndarray::{ArrayD, IxDyn};
 use proptest::prelude::*;
@@ -75,15 +75,7 @@ fn check_case(case: &Case, device: Device) -> Result<(), TestCaseError> {
 }
 
 fn run(dtype: DType, device: Device) {
-    let cases = std::env::var("TENSOR_REDUCE_PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(5000);
-    let config = ProptestConfig {
-        cases,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    };
+    let config = proptest_config(5000, 1);
     proptest!(config, |(case in case_strategy_within(dtype, SUM_LIMITS))| {
         check_case(&case, device)?;
     });

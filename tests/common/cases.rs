@@ -49,6 +49,21 @@ pub fn nonempty(shape: &[usize]) -> usize {
     shape.iter().map(|&d| d.max(1)).product()
 }
 
+/// A property test's config: `default_cases` cases, or where
+/// `TENSOR_REDUCE_PROPTEST_CASES` is set, that number over `share` (the
+/// family's tests run a body per op, each a share of what `sum`'s runs).
+pub fn proptest_config(default_cases: u32, share: u32) -> ProptestConfig {
+    let cases = std::env::var("TENSOR_REDUCE_PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .map_or(default_cases, |n| n / share);
+    ProptestConfig {
+        cases,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
+}
+
 /// Random cases of `dtype` within [`CaseLimits::FAMILY`].
 pub fn case_strategy(dtype: DType) -> impl Strategy<Value = Case> {
     case_strategy_within(dtype, CaseLimits::FAMILY)
