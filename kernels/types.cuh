@@ -43,15 +43,26 @@ __device__ __forceinline__ float bfloat16_to_float(uint16_t b) {
   return __uint_as_float(((uint32_t)b) << 16);
 }
 
+// Round to nearest, ties to even, as PyTorch's c10::BFloat16(float) does:
+// one conversion instruction from sm_80 (what PyTorch's CUDA build uses
+// there; a NaN becomes the canonical quiet NaN), bit arithmetic before it.
+// A lane that stores 8 bf16 results spent about 7 instructions on each in
+// the bit arithmetic, and columns of 2 in bf16 read at 68% of the
+// read-write ceiling where f16, converted by one instruction, read at 78%.
 __device__ __forceinline__ uint16_t float_to_bfloat16(float f) {
+#if __CUDA_ARCH__ >= 800
+  uint16_t b;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b) : "f"(f));
+  return b;
+#else
   uint32_t u = __float_as_uint(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) {
     // NaN: keep sign and payload, force it quiet (what `half::bf16` does).
     return (uint16_t)((u >> 16) | 0x40u);
   }
-  // Round to nearest, ties to even.
   u += 0x7fffu + ((u >> 16) & 1u);
   return (uint16_t)(u >> 16);
+#endif
 }
 
 // widen(): the value of a stored element in a type C++ can compute with.
