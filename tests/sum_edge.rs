@@ -383,6 +383,96 @@ fn byte_sums_at_their_largest(device: Device) {
     }
 }
 
+/// 16-bit results are rounded from the f32 accumulator to nearest, ties to
+/// even, as torch rounds them: at exact ties, at the edge of overflow and
+/// among the subnormals. Each row's sum (or mean) is exact in f32, so the
+/// expected bits are those of the rounding alone, written out here.
+fn sixteen_bit_results_round_to_nearest_even(device: Device) {
+    fn rows<T: tensor_reduce::Element>(
+        device: Device,
+        pairs: &[[u16; 2]],
+        bits: fn(u16) -> T,
+    ) -> Tensor {
+        let flat: Vec<T> = pairs.iter().flatten().map(|&b| bits(b)).collect();
+        on(device, Tensor::from_vec(flat, &[pairs.len(), 2]).unwrap())
+    }
+    // bf16 (1 + 7 bits): 1 = 0x3f80, 2^-8 = 0x3b80 (half an ulp of 1),
+    // 3 * 2^-9 = 0x3bc0, the largest finite 0x7f7f and half its ulp 2^119 =
+    // 0x7b00, the smallest subnormal 0x0001.
+    let sums = rows(
+        device,
+        &[
+            [0x3f80, 0x3b80], // 1 + half an ulp: the tie goes to 1 (even)
+            [0x3f81, 0x3b80], // odd + half an ulp: up, to 0x3f82
+            [0x3f80, 0x3bc0], // past the tie: up
+            [0xbf80, 0xbb80], // -1 - half an ulp: -1
+            [0x7f7f, 0x7b00], // the largest + half an ulp: the tie overflows
+        ],
+        bf16::from_bits,
+    );
+    let got: Vec<u16> = sums
+        .sum(&[1], false)
+        .unwrap()
+        .to_vec::<bf16>()
+        .unwrap()
+        .iter()
+        .map(|v| v.to_bits())
+        .collect();
+    assert_eq!(got, [0x3f80, 0x3f82, 0x3f81, 0xbf80, 0x7f80], "bf16 sums");
+    // Means halve subnormals: 2^-134 ties between 0 and 2^-133, 3 * 2^-134
+    // between 2^-133 and 2^-132.
+    let means = rows(
+        device,
+        &[[0x0001, 0x0000], [0x0003, 0x0000]],
+        bf16::from_bits,
+    );
+    let got: Vec<u16> = means
+        .mean(&[1], false)
+        .unwrap()
+        .to_vec::<bf16>()
+        .unwrap()
+        .iter()
+        .map(|v| v.to_bits())
+        .collect();
+    assert_eq!(got, [0x0000, 0x0002], "bf16 subnormal means");
+    // f16 (1 + 10 bits): 1 = 0x3c00, 2^-11 = 0x1000, 3 * 2^-12 = 0x1200,
+    // the largest finite 0x7bff and half its ulp 2^4 = 0x4c00.
+    let sums = rows(
+        device,
+        &[
+            [0x3c00, 0x1000],
+            [0x3c01, 0x1000],
+            [0x3c00, 0x1200],
+            [0xbc00, 0x9000],
+            [0x7bff, 0x4c00],
+        ],
+        f16::from_bits,
+    );
+    let got: Vec<u16> = sums
+        .sum(&[1], false)
+        .unwrap()
+        .to_vec::<f16>()
+        .unwrap()
+        .iter()
+        .map(|v| v.to_bits())
+        .collect();
+    assert_eq!(got, [0x3c00, 0x3c02, 0x3c01, 0xbc00, 0x7c00], "f16 sums");
+    let means = rows(
+        device,
+        &[[0x0001, 0x0000], [0x0003, 0x0000]],
+        f16::from_bits,
+    );
+    let got: Vec<u16> = means
+        .mean(&[1], false)
+        .unwrap()
+        .to_vec::<f16>()
+        .unwrap()
+        .iter()
+        .map(|v| v.to_bits())
+        .collect();
+    assert_eq!(got, [0x0000, 0x0002], "f16 subnormal means");
+}
+
 backend_tests! {
     zero_d_tensors => zero_d;
     empty_dims => empty_dims_sum_to_zero;
@@ -395,6 +485,7 @@ backend_tests! {
     expanded_input => large_expanded_input;
     integer_carry_and_wrap => integer_sums_carry_and_wrap;
     bytes_at_their_largest => byte_sums_at_their_largest;
+    sixteen_bit_rounding => sixteen_bit_results_round_to_nearest_even;
 }
 
 #[test]
