@@ -391,10 +391,22 @@ fn sixteen_bit_results_round_to_nearest_even(device: Device) {
     fn rows<T: tensor_reduce::Element>(
         device: Device,
         pairs: &[[u16; 2]],
-        bits: fn(u16) -> T,
+        from_bits: fn(u16) -> T,
     ) -> Tensor {
-        let flat: Vec<T> = pairs.iter().flatten().map(|&b| bits(b)).collect();
+        let flat: Vec<T> = pairs.iter().flatten().map(|&b| from_bits(b)).collect();
         on(device, Tensor::from_vec(flat, &[pairs.len(), 2]).unwrap())
+    }
+    fn bits<T: tensor_reduce::Element>(
+        result: tensor_reduce::Result<Tensor>,
+        to_bits: fn(T) -> u16,
+    ) -> Vec<u16> {
+        result
+            .unwrap()
+            .to_vec::<T>()
+            .unwrap()
+            .into_iter()
+            .map(to_bits)
+            .collect()
     }
     // bf16 (1 + 7 bits): 1 = 0x3f80, 2^-8 = 0x3b80 (half an ulp of 1),
     // 3 * 2^-9 = 0x3bc0, the largest finite 0x7f7f and half its ulp 2^119 =
@@ -410,15 +422,11 @@ fn sixteen_bit_results_round_to_nearest_even(device: Device) {
         ],
         bf16::from_bits,
     );
-    let got: Vec<u16> = sums
-        .sum(&[1], false)
-        .unwrap()
-        .to_vec::<bf16>()
-        .unwrap()
-        .iter()
-        .map(|v| v.to_bits())
-        .collect();
-    assert_eq!(got, [0x3f80, 0x3f82, 0x3f81, 0xbf80, 0x7f80], "bf16 sums");
+    assert_eq!(
+        bits(sums.sum(&[1], false), bf16::to_bits),
+        [0x3f80, 0x3f82, 0x3f81, 0xbf80, 0x7f80],
+        "bf16 sums"
+    );
     // Means halve subnormals: 2^-134 ties between 0 and 2^-133, 3 * 2^-134
     // between 2^-133 and 2^-132.
     let means = rows(
@@ -426,17 +434,14 @@ fn sixteen_bit_results_round_to_nearest_even(device: Device) {
         &[[0x0001, 0x0000], [0x0003, 0x0000]],
         bf16::from_bits,
     );
-    let got: Vec<u16> = means
-        .mean(&[1], false)
-        .unwrap()
-        .to_vec::<bf16>()
-        .unwrap()
-        .iter()
-        .map(|v| v.to_bits())
-        .collect();
-    assert_eq!(got, [0x0000, 0x0002], "bf16 subnormal means");
-    // f16 (1 + 10 bits): 1 = 0x3c00, 2^-11 = 0x1000, 3 * 2^-12 = 0x1200,
-    // the largest finite 0x7bff and half its ulp 2^4 = 0x4c00.
+    assert_eq!(
+        bits(means.mean(&[1], false), bf16::to_bits),
+        [0x0000, 0x0002],
+        "bf16 subnormal means"
+    );
+    // f16 (1 + 10 bits), the same cases: 1 = 0x3c00, 2^-11 = 0x1000,
+    // 3 * 2^-12 = 0x1200, the largest finite 0x7bff and half its ulp 2^4 =
+    // 0x4c00, the smallest subnormal 0x0001.
     let sums = rows(
         device,
         &[
@@ -448,29 +453,21 @@ fn sixteen_bit_results_round_to_nearest_even(device: Device) {
         ],
         f16::from_bits,
     );
-    let got: Vec<u16> = sums
-        .sum(&[1], false)
-        .unwrap()
-        .to_vec::<f16>()
-        .unwrap()
-        .iter()
-        .map(|v| v.to_bits())
-        .collect();
-    assert_eq!(got, [0x3c00, 0x3c02, 0x3c01, 0xbc00, 0x7c00], "f16 sums");
+    assert_eq!(
+        bits(sums.sum(&[1], false), f16::to_bits),
+        [0x3c00, 0x3c02, 0x3c01, 0xbc00, 0x7c00],
+        "f16 sums"
+    );
     let means = rows(
         device,
         &[[0x0001, 0x0000], [0x0003, 0x0000]],
         f16::from_bits,
     );
-    let got: Vec<u16> = means
-        .mean(&[1], false)
-        .unwrap()
-        .to_vec::<f16>()
-        .unwrap()
-        .iter()
-        .map(|v| v.to_bits())
-        .collect();
-    assert_eq!(got, [0x0000, 0x0002], "f16 subnormal means");
+    assert_eq!(
+        bits(means.mean(&[1], false), f16::to_bits),
+        [0x0000, 0x0002],
+        "f16 subnormal means"
+    );
 }
 
 backend_tests! {
