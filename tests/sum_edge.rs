@@ -388,85 +388,66 @@ fn byte_sums_at_their_largest(device: Device) {
 /// among the subnormals. Each row's sum (or mean) is exact in f32, so the
 /// expected bits are those of the rounding alone, written out here.
 fn sixteen_bit_results_round_to_nearest_even(device: Device) {
-    fn rows<T: tensor_reduce::Element>(
+    /// Each `(row, expected)`: the row's two elements and the bits of
+    /// their sum; then the subnormal means, whose bits are the same in
+    /// both types: the smallest subnormal 0x0001 halved ties between 0 and
+    /// 0x0001, three of it halved between 0x0001 and 0x0002.
+    fn check<T: tensor_reduce::Element>(
         device: Device,
-        pairs: &[[u16; 2]],
+        what: &str,
         from_bits: fn(u16) -> T,
-    ) -> Tensor {
-        let flat: Vec<T> = pairs.iter().flatten().map(|&b| from_bits(b)).collect();
-        on(device, Tensor::from_vec(flat, &[pairs.len(), 2]).unwrap())
-    }
-    fn bits<T: tensor_reduce::Element>(
-        result: tensor_reduce::Result<Tensor>,
         to_bits: fn(T) -> u16,
-    ) -> Vec<u16> {
-        result
-            .unwrap()
-            .to_vec::<T>()
-            .unwrap()
-            .into_iter()
-            .map(to_bits)
-            .collect()
+        sums: &[([u16; 2], u16)],
+    ) {
+        let rows = |pairs: &[[u16; 2]]| {
+            let flat: Vec<T> = pairs.iter().flatten().map(|&b| from_bits(b)).collect();
+            on(device, Tensor::from_vec(flat, &[pairs.len(), 2]).unwrap())
+        };
+        let bits = |result: tensor_reduce::Result<Tensor>| -> Vec<u16> {
+            let values = result.unwrap().to_vec::<T>().unwrap();
+            values.into_iter().map(to_bits).collect()
+        };
+        let pairs: Vec<[u16; 2]> = sums.iter().map(|&(pair, _)| pair).collect();
+        let expected: Vec<u16> = sums.iter().map(|&(_, e)| e).collect();
+        assert_eq!(bits(rows(&pairs).sum(&[1], false)), expected, "{what} sums");
+        let means = rows(&[[0x0001, 0x0000], [0x0003, 0x0000]]);
+        assert_eq!(
+            bits(means.mean(&[1], false)),
+            [0x0000, 0x0002],
+            "{what} subnormal means"
+        );
     }
     // bf16 (1 + 7 bits): 1 = 0x3f80, 2^-8 = 0x3b80 (half an ulp of 1),
     // 3 * 2^-9 = 0x3bc0, the largest finite 0x7f7f and half its ulp 2^119 =
-    // 0x7b00, the smallest subnormal 0x0001.
-    let sums = rows(
+    // 0x7b00.
+    check(
         device,
+        "bf16",
+        bf16::from_bits,
+        bf16::to_bits,
         &[
-            [0x3f80, 0x3b80], // 1 + half an ulp: the tie goes to 1 (even)
-            [0x3f81, 0x3b80], // odd + half an ulp: up, to 0x3f82
-            [0x3f80, 0x3bc0], // past the tie: up
-            [0xbf80, 0xbb80], // -1 - half an ulp: -1
-            [0x7f7f, 0x7b00], // the largest + half an ulp: the tie overflows
+            ([0x3f80, 0x3b80], 0x3f80), // 1 + half an ulp: the tie goes to 1 (even)
+            ([0x3f81, 0x3b80], 0x3f82), // odd + half an ulp: up
+            ([0x3f80, 0x3bc0], 0x3f81), // past the tie: up
+            ([0xbf80, 0xbb80], 0xbf80), // -1 - half an ulp: -1
+            ([0x7f7f, 0x7b00], 0x7f80), // the largest + half an ulp: the tie overflows
         ],
-        bf16::from_bits,
-    );
-    assert_eq!(
-        bits(sums.sum(&[1], false), bf16::to_bits),
-        [0x3f80, 0x3f82, 0x3f81, 0xbf80, 0x7f80],
-        "bf16 sums"
-    );
-    // Means halve subnormals: 2^-134 ties between 0 and 2^-133, 3 * 2^-134
-    // between 2^-133 and 2^-132.
-    let means = rows(
-        device,
-        &[[0x0001, 0x0000], [0x0003, 0x0000]],
-        bf16::from_bits,
-    );
-    assert_eq!(
-        bits(means.mean(&[1], false), bf16::to_bits),
-        [0x0000, 0x0002],
-        "bf16 subnormal means"
     );
     // f16 (1 + 10 bits), the same cases: 1 = 0x3c00, 2^-11 = 0x1000,
     // 3 * 2^-12 = 0x1200, the largest finite 0x7bff and half its ulp 2^4 =
-    // 0x4c00, the smallest subnormal 0x0001.
-    let sums = rows(
+    // 0x4c00.
+    check(
         device,
+        "f16",
+        f16::from_bits,
+        f16::to_bits,
         &[
-            [0x3c00, 0x1000],
-            [0x3c01, 0x1000],
-            [0x3c00, 0x1200],
-            [0xbc00, 0x9000],
-            [0x7bff, 0x4c00],
+            ([0x3c00, 0x1000], 0x3c00),
+            ([0x3c01, 0x1000], 0x3c02),
+            ([0x3c00, 0x1200], 0x3c01),
+            ([0xbc00, 0x9000], 0xbc00),
+            ([0x7bff, 0x4c00], 0x7c00),
         ],
-        f16::from_bits,
-    );
-    assert_eq!(
-        bits(sums.sum(&[1], false), f16::to_bits),
-        [0x3c00, 0x3c02, 0x3c01, 0xbc00, 0x7c00],
-        "f16 sums"
-    );
-    let means = rows(
-        device,
-        &[[0x0001, 0x0000], [0x0003, 0x0000]],
-        f16::from_bits,
-    );
-    assert_eq!(
-        bits(means.mean(&[1], false), f16::to_bits),
-        [0x0000, 0x0002],
-        "f16 subnormal means"
     );
 }
 
