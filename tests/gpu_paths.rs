@@ -553,7 +553,7 @@ fn resident_ctas_agree_with_the_driver() {
                 "{op} {dt}: {name}"
             );
             let mut threads = props.warp_size;
-            while threads <= cuda::plan::block_threads(sig.max_num_threads, v) {
+            while threads <= sig.max_num_threads / v {
                 let driver = f
                     .occupancy_max_active_blocks_per_multiprocessor(threads, 0, None)
                     .unwrap();

@@ -94,9 +94,9 @@ pub fn ragged_columns_name_expression(sig: &Signature) -> String {
 }
 
 /// `reduce_kernel<nt, output_vec_size, ReduceOp, ragged_columns>`, with
-/// the planner's thread budget for lanes of `output_vec_size` outputs.
+/// `max_num_threads` shared among the lanes' outputs.
 fn reduce_kernel_name(sig: &Signature, output_vec_size: u32, ragged_columns: bool) -> String {
-    let nt = crate::cuda::plan::block_threads(sig.max_num_threads, output_vec_size);
+    let nt = sig.max_num_threads / output_vec_size;
     format!(
         "tr::reduce_kernel<{nt}, {output_vec_size}, {}, {ragged_columns} >",
         reduce_op_type(sig)
@@ -125,10 +125,9 @@ fn validate(sig: &Signature) -> Result<()> {
     let ok_vt0 = (1..=16).contains(&sig.vt0);
     let ok_ivs = matches!(sig.input_vec_size, 1 | 2 | 4 | 8 | 16)
         && sig.input_vec_size as usize * sig.input.size_in_bytes() <= 32;
-    let ok_threads = output_vec_sizes(sig).iter().all(|&v| {
-        sig.max_num_threads % v == 0
-            && crate::cuda::plan::block_threads(sig.max_num_threads, v) >= 32
-    });
+    let ok_threads = output_vec_sizes(sig)
+        .iter()
+        .all(|&v| sig.max_num_threads % v == 0 && sig.max_num_threads / v >= 32);
     if ok_vt0 && ok_ivs && ok_threads {
         Ok(())
     } else {

@@ -107,7 +107,7 @@ impl ReduceConfig {
     /// warp, height then takes what dim1 can use, and width finally grows
     /// into whatever height left over (so a full reduction gets 512 x 1).
     pub fn set_block_dimension(&mut self, dim0: u64, dim1: u64) {
-        let max_num_threads = u64::from(self.nt());
+        let max_num_threads = u64::from(self.max_num_threads / self.output_vec_size);
         let dim0_pow2 = if dim0 < max_num_threads {
             last_pow2(dim0)
         } else {
@@ -326,11 +326,10 @@ impl ReduceConfig {
         div_up(u64::from(self.num_inputs), u64::from(self.step_input)) as u32
     }
 
-    /// The `nt` template argument of `reduce_kernel` (its launch bound),
-    /// the most threads `set_block_dimension` gives a block:
-    /// [`block_threads`].
+    /// The `nt` template argument of `reduce_kernel` (its launch bound):
+    /// `max_num_threads / output_vec_size`.
     pub fn nt(&self) -> u32 {
-        block_threads(self.max_num_threads, self.output_vec_size)
+        self.max_num_threads / self.output_vec_size
     }
 }
 
@@ -355,19 +354,6 @@ pub fn get_output_vec_size(iter: &TensorIterator, scalar_size: u64) -> u32 {
 /// switches over (`kPyTorchMaxOutputVecSize` in the kernels, checked equal
 /// in the generated source).
 pub const PYTORCH_MAX_OUTPUT_VEC_SIZE: u32 = 4;
-
-/// The most threads a block of lanes of `output_vec_size` outputs holds,
-/// which is also its `reduce_kernel`'s `nt`: PyTorch's `max_num_threads /
-/// output_vec_size`, but for lanes wider than PyTorch's the threads of
-/// PyTorch's widest (`max_num_threads / PYTORCH_MAX_OUTPUT_VEC_SIZE`).
-/// Dividing further left lanes of 8 outputs (16-bit short columns) blocks
-/// of 64 threads, and on an H200 a plain kernel summing `[2, 67108864]` f16
-/// over dim 0 with a lane's 16-byte loads took 114.7 µs in blocks of 64
-/// threads against 103.4 µs in blocks of 128 (101-105 µs in blocks of 128
-/// to 512, whatever the outputs a lane).
-pub fn block_threads(max_num_threads: u32, output_vec_size: u32) -> u32 {
-    max_num_threads / output_vec_size.clamp(1, PYTORCH_MAX_OUTPUT_VEC_SIZE)
-}
 
 /// [`get_output_vec_size`] starting from `max_vec_size` (a power of two)
 /// instead of PyTorch's 4: the widest output vector that divides the same

@@ -633,7 +633,7 @@ pub(super) fn why_lines(plan: &ReducePlan, launch: &LaunchPlan) -> Vec<String> {
     out.push(format!(
         "set_block_dimension(dim0 {lane_extent}, dim1 {}) with at most {} threads → block ({}, {})",
         d.dim1,
-        c.nt(),
+        c.max_num_threads / c.output_vec_size,
         c.block_width,
         c.block_height
     ));

@@ -24,8 +24,8 @@ mod strategy;
 mod tests;
 
 pub use config::{
-    block_threads, div_up, get_output_vec_size, last_pow2, set_reduce_config, Decisions, BLOCK_X,
-    BLOCK_Y, CTA, MAX_VALUES_PER_THREAD, MIN_VALUES_PER_THREAD, PYTORCH_MAX_OUTPUT_VEC_SIZE,
+    div_up, get_output_vec_size, last_pow2, set_reduce_config, Decisions, BLOCK_X, BLOCK_Y, CTA,
+    MAX_VALUES_PER_THREAD, MIN_VALUES_PER_THREAD, PYTORCH_MAX_OUTPUT_VEC_SIZE,
 };
 pub use residency::{
     ctas_per_sm, wave_ctas, KernelRegisters, REGISTER_ALLOCATION_UNIT, SM_SUB_PARTITIONS,
@@ -155,7 +155,7 @@ pub struct LaunchPlan {
     /// The configuration that runs: `setReduceConfig`'s result for this
     /// sub-iterator, or a [`Strategy`]'s.
     pub config: ReduceConfig,
-    /// Launch bound: [`block_threads`] for the config's output vector.
+    /// Launch bound: `max_num_threads / output_vec_size`.
     pub nt: u32,
     /// `config.grid()`.
     pub grid: [u32; 3],

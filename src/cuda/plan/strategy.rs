@@ -270,9 +270,7 @@ pub enum Strategy {
     /// takes [`max_output_vec_size`] outputs, 16 bytes of 16-bit inputs
     /// a load, where the layout allows it and the wider plan still leaves
     /// each lane its columns whole (no split across lanes, warps or CTAs);
-    /// the rest of the config is the port's on the wider vectors, in blocks
-    /// of as many threads as PyTorch's widest lanes have
-    /// ([`super::block_threads`]).
+    /// the rest of the config is the port's on the wider vectors.
     ShortColumns {
         /// Outputs a lane (`output_vec_size`), more than PyTorch's.
         output_vec_size: u32,

@@ -1210,8 +1210,8 @@ fn kept_dims_run_in_the_input_order_where_pytorch_scatters_its_lanes() {
 fn short_columns_take_16_byte_loads_of_narrow_inputs() {
     // [2, 2^20] f16 over dim 0: PyTorch's 4 outputs a lane (8-byte loads),
     // block (64, 2) of 128 threads, 2 values a thread, each warp its own
-    // outputs; 8 a lane: still at most 512 / 4 = 128 threads (not 512 / 8),
-    // block (64, 2), and 1024 outputs a CTA, so grid.x is 2^20 / 1024.
+    // outputs; 8 a lane: at most 512 / 8 = 64 threads, block (32, 2), and
+    // the same 512 outputs a CTA, so grid.x stays 2^20 / 512 = 2048.
     let shape = [2, 1 << 20];
     let p = plan(&shape, &contiguous(&shape), 0, &[0], DType::F16);
     let l = only(&p);
@@ -1221,7 +1221,7 @@ fn short_columns_take_16_byte_loads_of_narrow_inputs() {
         (pt.output_vec_size, pt.grid(), pt.block()),
         (4, [2048, 1, 1], [64, 2, 1])
     );
-    assert_eq!((l.nt, l.grid, l.block), (128, [1024, 1, 1], [64, 2, 1]));
+    assert_eq!((l.nt, l.grid, l.block), (64, [2048, 1, 1], [32, 2, 1]));
     assert!(!l.config.should_block_y_reduce() && !l.config.should_global_reduce());
     assert!(p.to_string().contains("ShortColumns"), "{p}");
 
