@@ -311,11 +311,19 @@ struct ReduceOp {
       value = thread_reduce<nt, output_vec_size, ragged_columns>(input_slice);
     }
 
-    if (config.should_block_y_reduce()) {
-      value = block_y_reduce<output_vec_size>(value, shared_memory);
-    }
-    if (config.should_block_x_reduce()) {
-      value = block_x_reduce<output_vec_size>(value, shared_memory);
+    // Lanes wider than PyTorch's (ShortColumns, RaggedColumns) reduce
+    // their columns alone, which the host checks before launching
+    // (LoadedKernel::function). Compiling the block and global reduces out
+    // of them frees the registers those paths' shared-memory staging of
+    // eight accumulators held: 64 a thread fell to 44-56 for most.
+    constexpr bool shares_outputs = output_vec_size <= kPyTorchMaxOutputVecSize;
+    if constexpr (shares_outputs) {
+      if (config.should_block_y_reduce()) {
+        value = block_y_reduce<output_vec_size>(value, shared_memory);
+      }
+      if (config.should_block_x_reduce()) {
+        value = block_x_reduce<output_vec_size>(value, shared_memory);
+      }
     }
 
     Array<out_scalar_t*, output_vec_size> out;
@@ -334,9 +342,13 @@ struct ReduceOp {
     arg_vec_t* acc = output_slots<output_vec_size>(output_idx, first_output, out, out_elem);
 
     const uint32_t live = config.template live_outputs<output_vec_size, ragged_columns>(output_idx);
-    if (config.should_global_reduce()) {
-      global_reduce<output_vec_size>(value, acc, out, out_elem, output_idx, live, shared_memory);
-    } else if (config.should_store(output_idx)) {
+    if constexpr (shares_outputs) {
+      if (config.should_global_reduce()) {
+        global_reduce<output_vec_size>(value, acc, out, out_elem, output_idx, live, shared_memory);
+        return;
+      }
+    }
+    if (config.should_store(output_idx)) {
       store_output<output_vec_size>(value, acc, out, out_elem, live);
     }
   }

@@ -366,6 +366,13 @@ impl LoadedKernel {
         launch: &crate::cuda::plan::LaunchPlan,
     ) -> Result<&cudarc::driver::CudaFunction> {
         let config = &launch.config;
+        // Their kernels would store partial results.
+        if config.wide_lanes_share_outputs() {
+            return Err(Error::Unsupported(format!(
+                "a plan whose lanes of {} outputs share them across threads or CTAs",
+                config.output_vec_size
+            )));
+        }
         let short_rows = self.output_vec_sizes.len();
         let index = if config.packed_rows() {
             Some(short_rows + 3)

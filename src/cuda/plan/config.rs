@@ -178,6 +178,19 @@ impl ReduceConfig {
         self.input_mult[CTA] != 0
     }
 
+    /// Whether `reduce_kernel` lanes wider than PyTorch's
+    /// ([`PYTORCH_MAX_OUTPUT_VEC_SIZE`]) would share their outputs with
+    /// other threads or CTAs. Their kernels have no block or global reduce
+    /// compiled in (the registers those paths hold are what their loads
+    /// need), so such a plan is refused before it launches.
+    pub fn wide_lanes_share_outputs(&self) -> bool {
+        self.lanes_per_row == 0
+            && self.output_vec_size > PYTORCH_MAX_OUTPUT_VEC_SIZE
+            && (self.should_block_x_reduce()
+                || self.should_block_y_reduce()
+                || self.should_global_reduce())
+    }
+
     /// Whether [`Strategy::ShortRows`] reads several whole rows with a
     /// lane's one load ([`ShortRows::rows_per_vector`] > 1): the lane's
     /// `output_vec_size` outputs are those rows' results, and

@@ -23,6 +23,8 @@
 //!   rows a CTA pass apart, one aligned vector per lane and row (ragged
 //!   rows: the aligned vectors around each row, only its inputs counted;
 //!   packed rows: one aligned vector per lane and group of rows);
+//! - that lanes wider than PyTorch's widest reduce their outputs alone,
+//!   as their kernels have no block or global reduce;
 //! - where outputs are stored: where the host's `contiguous_output_vectors`
 //!   lets a lane store its outputs as one vector, each group must lie end to
 //!   end from an address aligned to the whole vector;
@@ -104,6 +106,11 @@ pub fn simulate_launch(
             "ragged_columns needs one reduced and one kept dim, and PyTorch's widest output vector or wider"
                 .into(),
         );
+    }
+    if c.wide_lanes_share_outputs() {
+        return Err(format!(
+            "lanes of {ovs} outputs have no block or global reduce, but the plan shares them"
+        ));
     }
     if c.lanes_per_row != 0 {
         return short_rows_reads(launch, scalar_size, &mut visit);

@@ -1224,6 +1224,15 @@ fn short_columns_take_16_byte_loads_of_narrow_inputs() {
     assert_eq!((l.nt, l.grid, l.block), (64, [2048, 1, 1], [32, 2, 1]));
     assert!(!l.config.should_block_y_reduce() && !l.config.should_global_reduce());
     assert!(p.to_string().contains("ShortColumns"), "{p}");
+    // Its kernel has no block reduce: the same lanes made to share their
+    // columns between the block's two warps are a broken plan, which the
+    // simulator (and the backend, before launching) refuses.
+    assert!(!l.config.wide_lanes_share_outputs());
+    let mut shared = l.clone();
+    shared.config.input_mult[BLOCK_Y] = shared.config.input_mult[BLOCK_X].max(1);
+    assert!(shared.config.wide_lanes_share_outputs());
+    let refused = simulate::simulate_launch(&shared, 2, |_| {}).unwrap_err();
+    assert!(refused.contains("lanes of 8 outputs"), "{refused}");
 
     // bf16 columns of 16: PyTorch's block (32, 4), 16 values a thread,
     // under its warp split threshold of 4 · 16 = 64.
