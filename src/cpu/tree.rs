@@ -423,6 +423,20 @@ pub(super) const TILES_PER_THREAD: usize = 4;
 /// tiles of 2048 on the 16-core host.
 pub(super) const MIN_TILE_BYTES: usize = 4096;
 
+/// Input bytes of a tile's piece of a row, at most, where the threads split
+/// the columns ([`tile_width`]).
+pub(super) const COLUMN_SPLIT_PIECE_BYTES: usize = 64 << 10;
+
+/// The widest column tile where the threads split the columns: [`TILE`],
+/// or fewer outputs where their pieces of a row would pass
+/// [`COLUMN_SPLIT_PIECE_BYTES`] (8-byte inputs: 8192). On the 16-core host,
+/// f64 and i64 columns of 16 rows over a million outputs (tiles of 8192,
+/// eight a thread, against 16384, four) ran 1.01-1.09x and 1.05-1.17x
+/// faster in three runs; columns of 2 rows 0.98-1.05x.
+pub(super) fn column_split_tile_cap(elem_bytes: usize) -> usize {
+    TILE.min(COLUMN_SPLIT_PIECE_BYTES / elem_bytes.max(1))
+}
+
 /// Whether the threads of a column reduction of `reduced` input rows split
 /// the rows (the pairwise tree over them has [`TILES_PER_THREAD`] leaves a
 /// thread) rather than the columns ([`tile_width`]).
@@ -443,13 +457,16 @@ pub(super) fn threads_split_rows(reduced: usize, threads: usize) -> bool {
 /// two tiles of 1024 and 6.8 with the rows split; 4096 rows of 16384 f32
 /// 8.0 ms in tiles of 2048 and 5.8 with the rows split.
 ///
-/// Otherwise the columns are what the threads split: [`TILE`] where a tile
-/// for each thread would be at least that wide, else [`TILES_PER_THREAD`]
-/// times as many narrower ones (no narrower than [`MIN_TILE`] and
-/// [`MIN_TILE_BYTES`]). On the 16-core host, f64 columns of 128 rows over
-/// 131072 outputs once made 8 tiles for 16 threads and ran at a third of
-/// the read. A tile's width never changes a result: every output folds its
-/// rows in the same order in any tile.
+/// Otherwise the columns are what the threads split: tiles as wide as
+/// [`column_split_tile_cap`] where a tile for each thread would be wider,
+/// else [`TILES_PER_THREAD`] times as many narrower ones (no narrower than
+/// [`MIN_TILE`] and [`MIN_TILE_BYTES`]). On the 16-core host, f64 columns
+/// of 128 rows over 131072 outputs once made 8 tiles for 16 threads and
+/// ran at a third of the read; f32 columns of 256 rows over 262144
+/// outputs, a tile of exactly [`TILE`] for each thread, ran 1.38-1.48x
+/// faster (three runs) in four narrower tiles a thread. A tile's width
+/// never changes a result: every output folds its rows in the same order
+/// in any tile.
 pub(super) fn tile_width(
     width: usize,
     rows: usize,
@@ -461,8 +478,9 @@ pub(super) fn tile_width(
         TILE
     } else {
         let one_each = width.div_ceil(threads.div_ceil(rows.max(1)).max(1));
-        if one_each >= TILE {
-            TILE
+        let cap = column_split_tile_cap(elem_bytes);
+        if one_each > cap {
+            cap
         } else {
             one_each
                 .div_ceil(TILES_PER_THREAD)
@@ -1008,11 +1026,15 @@ mod tests {
         // Few input rows (one leaf of the tree over rows): the threads
         // split the columns.
         let few = OUTER_LEAF_ROWS;
-        // Wide enough for a full tile each: full tiles.
+        // Wide enough for more than a full tile each: full tiles, of
+        // 16384 outputs, or 8192 of 8-byte inputs (64 KiB of each row).
         assert_eq!(tile_width(1 << 20, 1, few, 4, 16), TILE);
+        assert_eq!(tile_width(1 << 20, 1, few, 8, 16), 8192);
+        assert_eq!(tile_width(1 << 20, 1, few, 2, 16), TILE);
         assert_eq!(tile_width(40000, 1, few, 4, 1), TILE);
         assert_eq!(tile_width(20000, 64, few, 4, 16), TILE);
-        // Narrower: four a thread.
+        // Narrower, or exactly one full tile each: four a thread.
+        assert_eq!(tile_width(262144, 1, few, 4, 16), 4096);
         assert_eq!(tile_width(131072, 1, few, 8, 16), 2048);
         assert_eq!(tile_width(65536, 1, few, 4, 16), 1024);
         assert_eq!(tile_width(20000, 4, few, 4, 16), 1280);
