@@ -432,7 +432,8 @@ pub(super) const COLUMN_SPLIT_PIECE_BYTES: usize = 64 << 10;
 /// [`COLUMN_SPLIT_PIECE_BYTES`] (8-byte inputs: 8192). On the 16-core host,
 /// f64 and i64 columns of 16 rows over a million outputs (tiles of 8192,
 /// eight a thread, against 16384, four) ran 1.01-1.09x and 1.05-1.17x
-/// faster in three runs; columns of 2 rows 0.98-1.05x.
+/// faster in three measurements over two runs; columns of 2 rows
+/// 0.98-1.05x.
 pub(super) fn column_split_tile_cap(elem_bytes: usize) -> usize {
     TILE.min(COLUMN_SPLIT_PIECE_BYTES / elem_bytes.max(1))
 }
@@ -464,9 +465,9 @@ pub(super) fn threads_split_rows(reduced: usize, threads: usize) -> bool {
 /// of 128 rows over 131072 outputs once made 8 tiles for 16 threads and
 /// ran at a third of the read; f32 columns of 256 rows over 262144
 /// outputs, a tile of exactly [`TILE`] for each thread, ran 1.38-1.48x
-/// faster (three runs) in four narrower tiles a thread. A tile's width
-/// never changes a result: every output folds its rows in the same order
-/// in any tile.
+/// faster (three measurements over two runs) in four narrower tiles a
+/// thread. A tile's width never changes a result: every output folds its
+/// rows in the same order in any tile.
 pub(super) fn tile_width(
     width: usize,
     rows: usize,
