@@ -45,12 +45,12 @@ and 795 -inf, whose sum is NaN (as ours on both devices and torch's CUDA
 give): it appears to drop NaN partial sums as well as NaN elements, so
 where an output's elements hold both infinities, ours may be NaN. Where
 one side's value is finite and the other's is not, and ours is not NaN,
-ours is accepted
-when it is the float64 result rounded to the output dtype: that infinity,
-or within the tolerance of it where it stays finite. Torch's CPU nansum of
-f16 gave NaN over elements that hold +inf (and no -inf) among finite values
-whose sum leaves f16's range, and over finite elements whose partial sums
-leave that range while their whole sum does not. And the
+ours is accepted when it is the float64 result rounded to the output
+dtype: that infinity, or within the tolerance of it where it stays finite.
+Torch's CPU nansum of f16 gave NaN over elements that hold +inf (and no
+-inf) among finite values whose sum leaves f16's range, and over finite
+elements whose partial sums leave that range while their whole sum does
+not. And the
 mean that var_mean and std_mean return is a Welford mean, which is NaN or
 the infinity once an infinity meets a finite value, depending on which
 comes first: torch's own devices disagree (its CPU's std_mean([inf, 1, 2])
