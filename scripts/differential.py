@@ -288,18 +288,28 @@ def closer_to_reference(got, want, ref, output, i):
 EXACT_OPS = ("sum", "mean", "var", "std", "var_mean", "std_mean")
 
 
+def rounded_reference(ref, output, i, dtype):
+    """The float64 reference value `ref[output][i]` and that value rounded
+    to `dtype` (+-inf past float32's range), or None where it is missing or
+    NaN."""
+    if output >= len(ref) or i >= len(ref[output]) or math.isnan(ref[output][i]):
+        return None
+    r = ref[output][i]
+    try:
+        return r, round_to(dtype, r)
+    except OverflowError:  # past float32's range
+        return r, math.copysign(math.inf, r)
+
+
 def is_reference_value(got, ref, output, i, dtype, atol, rel):
     """Whether `got` is the float64 reference value `ref[output][i]` (not
     NaN) rounded to `dtype`: that infinity where it rounds to one, else
     finite and within `atol` plus `rel` of it, relatively (a missing
     reference decides nothing)."""
-    if output >= len(ref) or i >= len(ref[output]) or math.isnan(ref[output][i]):
+    found = rounded_reference(ref, output, i, dtype)
+    if found is None:
         return False
-    r = ref[output][i]
-    try:
-        rounded = round_to(dtype, r)
-    except OverflowError:  # past float32's range
-        rounded = math.copysign(math.inf, r)
+    r, rounded = found
     if math.isinf(rounded):
         return got == rounded
     return math.isfinite(got) and abs(got - r) <= atol + rel * abs(r)
@@ -335,13 +345,10 @@ def beats_cpu_16bit_product(got, ref, output, i, dtype, rel):
     or NaN: equal to the float64 product `ref[output][i]` rounded to `dtype`
     where that is +-inf (or NaN where it is past float32's range), else
     within `rel` of it, relatively (a missing reference decides nothing)."""
-    if output >= len(ref) or i >= len(ref[output]) or math.isnan(ref[output][i]):
+    found = rounded_reference(ref, output, i, dtype)
+    if found is None:
         return False
-    r = ref[output][i]
-    try:
-        rounded = round_to(dtype, r)
-    except OverflowError:  # past float32's range
-        rounded = math.copysign(math.inf, r)
+    r, rounded = found
     if math.isinf(rounded):
         # Past float32's range, a partial product of small elements can
         # round to 0 in float32 while another overflows: 0 * inf is NaN.
