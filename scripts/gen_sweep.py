@@ -38,6 +38,11 @@ odd sizes; a full sum of an odd count; and small column and middle-dim sums
 (under 10 MB), each rotated and, as `_cached`, read from the caches (rotate
 = 1).
 
+And benches/nd_rows.json, contiguous rows whose kept dims do not coalesce
+(rows looked up one by one, not found by one stride): `[R, 2048, L]`
+permuted to `[2048, R, L]` and summed over L, for L = 16, 64 and 256 in
+f32, f16, f64 and i64 at the sweep's sizes.
+
 And benches/int_layouts.json, the integer dtypes the sweep leaves out (i32,
 u8 and bool, whose sums accumulate in i64), as inner and outer rows of 2,
 16, 128 and 4096 at the sweep's sizes. u8 and bool take every value of
@@ -180,6 +185,16 @@ def int_layouts():
     return cases
 
 
+def nd_rows():
+    cases = []
+    for dtype in ("f32", "f16", "f64", "i64"):
+        for length in (16, 64, 256):
+            rows = lambda quick: max(1, target(dtype, quick) // (length * 2048 * ESIZE[dtype]))  # noqa: E731
+            cases.append(case(f"nd_{dtype}_rows{length}", [rows(False), 2048, length], [rows(True), 2048, length],
+                              [2], dtype, view="permute(1,0,2)"))
+    return cases
+
+
 def write(name, about, cases):
     path = ROOT / "benches" / name
     path.write_text(json.dumps({"about": about, "cases": cases}, indent=1) + "\n")
@@ -198,6 +213,10 @@ def main():
           "Layouts off the sweep's powers of two, written by scripts/gen_sweep.py (its docstring is the rule). "
           "Same fields as sweep.json.",
           odd_layouts())
+    write("nd_rows.json",
+          "Rows looked up one by one (their kept dims do not coalesce): [R, 2048, L] permuted to [2048, R, L], summed "
+          "over L, written by scripts/gen_sweep.py (its docstring is the rule). Same fields as sweep.json.",
+          nd_rows())
     write("int_layouts.json",
           "The integer dtypes the sweep leaves out (i32, u8, bool; each summed into i64), as rows and columns of 2, 16, "
           "128 and 4096, written by scripts/gen_sweep.py (its docstring is the rule). Same fields as sweep.json.",
