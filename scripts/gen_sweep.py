@@ -186,13 +186,12 @@ def int_layouts():
 
 
 def nd_rows():
-    cases = []
-    for dtype in ("f32", "f16", "f64", "i64"):
-        for length in (16, 64, 256):
-            rows = lambda quick: max(1, target(dtype, quick) // (length * 2048 * ESIZE[dtype]))  # noqa: E731
-            cases.append(case(f"nd_{dtype}_rows{length}", [rows(False), 2048, length], [rows(True), 2048, length],
-                              [2], dtype, view="permute(1,0,2)"))
-    return cases
+    return [
+        nd(f"nd_{dtype}_rows{length}", [target(dtype, False) // (length * 2048 * ESIZE[dtype]), 2048, length], [2],
+           view="permute(1,0,2)", dtype=dtype)
+        for dtype in ("f32", "f16", "f64", "i64")
+        for length in (16, 64, 256)
+    ]
 
 
 def write(name, about, cases):
