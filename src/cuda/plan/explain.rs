@@ -379,6 +379,21 @@ fn write_launch(
             c.block_height
         )?;
     }
+    let it = &launch.iter;
+    let sig = &plan.signature;
+    if let Some(rows) = super::strategy::short_rows(it, sig, plan.props.warp_size)
+        .filter(|r| super::strategy::left_to_pytorch(it, sig, r))
+    {
+        writeln!(
+            f,
+            "    - ours: not ShortRows: its rows of {} are looked up one by one ({} kept dims), and with an accumulator of {} B each lane would load {} vectors of a row, more than the {} that short_rows_kernel<one_dim=false> reads faster than the strategies after it",
+            rows.row_len,
+            it.ndim() - it.num_reduce_dims(),
+            sig.acc.size_in_bytes(),
+            rows.vectors_per_lane(),
+            super::LOOKED_UP_WIDE_ACC_MAX_VECTORS_PER_LANE
+        )?;
+    }
     Ok(())
 }
 

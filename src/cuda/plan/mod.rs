@@ -32,12 +32,12 @@ pub use residency::{
 };
 pub use strategy::{
     choose_strategy, configure, has_wide_loads, max_output_vec_size, ragged_row_vectors, ShortRows,
-    Strategy, PACKED_ROWS_MAX_RESULT_BYTES, RAGGED_MIN_LOADS_USED_PERCENT,
-    ROW_PER_WARP_MIN_SLOTS_PERCENT, SCALAR_ROW_MAX_BYTES, SHORT_COLUMNS_OUTPUT_VEC_SIZE,
-    SHORT_ROWS_MAX_ROWS_PER_THREAD, SHORT_ROWS_MAX_VECTORS_PER_LANE, SHORT_ROWS_MIN_BLOCKS_PER_SM,
-    SHORT_ROWS_STAGE_ALIGN, SHORT_ROWS_STAGE_BYTES, SHORT_ROWS_THREADS,
-    SHORT_ROWS_WIDE_MIN_BLOCKS_PER_SM, SHORT_ROWS_WIDE_VEC_SIZE, STAGED_ROW_MAX_BYTES,
-    TALL_COLUMNS_MAX_STAGED_PER_THREAD, TALL_COLUMNS_MIN_LOAD_BYTES,
+    Strategy, LOOKED_UP_WIDE_ACC_MAX_VECTORS_PER_LANE, PACKED_ROWS_MAX_RESULT_BYTES,
+    RAGGED_MIN_LOADS_USED_PERCENT, ROW_PER_WARP_MIN_SLOTS_PERCENT, SCALAR_ROW_MAX_BYTES,
+    SHORT_COLUMNS_OUTPUT_VEC_SIZE, SHORT_ROWS_MAX_ROWS_PER_THREAD, SHORT_ROWS_MAX_VECTORS_PER_LANE,
+    SHORT_ROWS_MIN_BLOCKS_PER_SM, SHORT_ROWS_STAGE_ALIGN, SHORT_ROWS_STAGE_BYTES,
+    SHORT_ROWS_THREADS, SHORT_ROWS_WIDE_MIN_BLOCKS_PER_SM, SHORT_ROWS_WIDE_VEC_SIZE,
+    STAGED_ROW_MAX_BYTES, TALL_COLUMNS_MAX_STAGED_PER_THREAD, TALL_COLUMNS_MIN_LOAD_BYTES,
 };
 
 use crate::iter::TensorIterator;
@@ -206,7 +206,7 @@ impl LaunchPlan {
     /// Otherwise its `short_rows_kernel` looks each row up through the
     /// output `OffsetCalculator`, once per row.
     pub fn rows_by_one_stride(&self) -> bool {
-        self.iter.shape().len() - self.iter.num_reduce_dims() <= 1
+        strategy::rows_by_one_stride(&self.iter)
     }
 }
 

@@ -119,6 +119,20 @@ pub const PACKED_ROWS_MAX_RESULT_BYTES: u64 = 16;
 /// four times these blocks' threads and stage).
 pub const SHORT_ROWS_STAGE_BYTES: u32 = 12 * 1024;
 
+/// The most vectors a lane loads from a row under [`Strategy::ShortRows`]
+/// when the rows are looked up one by one (kept dims that do not coalesce,
+/// [`rows_by_one_stride`] false) and the accumulator is 8 bytes or more;
+/// longer such rows are left to the strategies below ([`left_to_pytorch`]).
+/// On an H200 (128 MiB, rows `[R, 2048, L]` permuted to `[2048, R, L]`,
+/// sums), f64 and i64 rows of 128 (2 vectors a lane) ran 1.14-1.18x faster
+/// without ShortRows and rows of 256 (4) 1.42-1.56x, where rows of 64 (1)
+/// ran 0.51-0.93x as fast; f32 and f16 rows lost without it at every
+/// length. `short_rows_kernel<one_dim=false>` keeps each row's output
+/// offsets beside its loads and spills at its 64 registers whatever the
+/// dtype (ptxas: 1140 bytes of spill stores a thread for f32 sums, 1508 for
+/// f64); why 8-byte values lose and 4-byte ones do not is not known.
+pub const LOOKED_UP_WIDE_ACC_MAX_VECTORS_PER_LANE: u32 = 1;
+
 /// Alignment of a warp's span of packed rows: the width of one copy
 /// (`cp.async` of 16 bytes) into shared memory.
 pub const SHORT_ROWS_STAGE_ALIGN: u64 = 16;
@@ -388,7 +402,8 @@ pub fn ragged_row_vectors(row_len: u32, width: u32) -> u32 {
 
 /// The strategy this crate runs for `iter`, given PyTorch's own config for
 /// it: [`Strategy::ShortRows`] where a row fits a few loads per lane of a
-/// warp, [`Strategy::VectorizedDims`] where several reduced dims take
+/// warp (one, for rows looked up one by one of an accumulator of 8 bytes
+/// or more: [`left_to_pytorch`]), [`Strategy::VectorizedDims`] where several reduced dims take
 /// vector loads PyTorch leaves scalar, [`Strategy::RowPerWarp`] where
 /// PyTorch's warps split long rows that are many, [`Strategy::TallColumns`]
 /// where a column reduction's global reduce leaves each thread of a last
@@ -406,7 +421,9 @@ pub fn choose_strategy(
     registers: &KernelRegisters,
     pytorch: &ReduceConfig,
 ) -> Strategy {
-    if let Some(rows) = short_rows(iter, signature, props.warp_size) {
+    if let Some(rows) = short_rows(iter, signature, props.warp_size)
+        .filter(|r| !left_to_pytorch(iter, signature, r))
+    {
         return Strategy::ShortRows(rows);
     }
     if vectorizable_dims(iter, signature) {
@@ -744,7 +761,11 @@ pub fn configure(
 /// [`ShortRows`] for `iter` when its one reduced dim is contiguous and a
 /// row is at most [`SHORT_ROWS_MAX_VECTORS_PER_LANE`] warps of loads (or a
 /// short row of scalars).
-fn short_rows(iter: &TensorIterator, signature: &Signature, warp_size: u32) -> Option<ShortRows> {
+pub(super) fn short_rows(
+    iter: &TensorIterator,
+    signature: &Signature,
+    warp_size: u32,
+) -> Option<ShortRows> {
     let nrd = iter.num_reduce_dims();
     if nrd != 1 || iter.ndim() <= nrd {
         return None;
@@ -840,6 +861,28 @@ fn short_rows(iter: &TensorIterator, signature: &Signature, warp_size: u32) -> O
         }
     }
     whole
+}
+
+/// Whether `rows`, which [`short_rows`] found, are left to the strategies
+/// after [`Strategy::ShortRows`]: rows looked up one by one, of an
+/// accumulator of 8 bytes or more, that take more than
+/// [`LOOKED_UP_WIDE_ACC_MAX_VECTORS_PER_LANE`] vectors a lane.
+pub(super) fn left_to_pytorch(
+    iter: &TensorIterator,
+    signature: &Signature,
+    rows: &ShortRows,
+) -> bool {
+    !rows_by_one_stride(iter)
+        && signature.acc.size_in_bytes() >= 8
+        && rows.vectors_per_lane() > LOOKED_UP_WIDE_ACC_MAX_VECTORS_PER_LANE
+}
+
+/// Whether the rows of a single reduced dim are found by one stride: the
+/// kept dims coalesced into at most one, so a row's offsets are a
+/// multiply. Otherwise `short_rows_kernel` looks each row up through the
+/// output `OffsetCalculator`, once per row.
+pub(super) fn rows_by_one_stride(iter: &TensorIterator) -> bool {
+    iter.shape().len() - iter.num_reduce_dims() <= 1
 }
 
 /// Per mille of a warp's load slots that fall on its rows' inputs under

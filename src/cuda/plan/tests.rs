@@ -18,7 +18,19 @@ fn plan(
     reduce: &[usize],
     dtype: DType,
 ) -> ReducePlan {
-    let out = ReduceOp::Sum.output_dtype(dtype, None).unwrap();
+    plan_op(ReduceOp::Sum, shape, strides, offset, reduce, dtype)
+}
+
+fn plan_op(
+    op: ReduceOp,
+    shape: &[usize],
+    strides: &[isize],
+    offset: usize,
+    reduce: &[usize],
+    dtype: DType,
+) -> ReducePlan {
+    let out = op.output_dtype(dtype, None).unwrap();
+    // Only sum takes a dtype argument; the others' is their own.
     let mask: Vec<bool> = (0..shape.len()).map(|d| reduce.contains(&d)).collect();
     let it = TensorIterator::reduction(
         shape,
@@ -31,7 +43,8 @@ fn plan(
     .unwrap();
     ReducePlan::new(
         &it,
-        &ReduceOp::Sum.signature(dtype, Some(out)).unwrap(),
+        &op.signature(dtype, (op == ReduceOp::Sum).then_some(out))
+            .unwrap(),
         &DeviceProps::h200(),
     )
     .unwrap()
@@ -461,6 +474,64 @@ fn short_rows_find_rows_by_one_stride_where_the_kept_dims_coalesce() {
         p.to_string().contains("short_rows_kernel<one_dim=false>"),
         "{p}"
     );
+}
+
+#[test]
+fn looked_up_rows_of_wide_accumulators_past_one_vector_a_lane_keep_pytorchs_plan() {
+    // [R, 2048, L] permuted to [2048, R, L], reduced over L: two kept dims
+    // that do not coalesce, so short_rows_kernel would look each row up.
+    let looked_up = |op: ReduceOp, dtype: DType, len: usize| {
+        let p = plan_op(
+            op,
+            &[2048, 64, len],
+            &[len as isize, (2048 * len) as isize, 1],
+            0,
+            &[2],
+            dtype,
+        );
+        let l = only(&p).clone();
+        (l.strategy, p.to_string())
+    };
+    let short_rows = |s: &Strategy| matches!(s, Strategy::ShortRows(_));
+    // 16-byte loads: a row of 64 f64 is 32 vectors, one a lane of a warp;
+    // 128 is two a lane.
+    for dtype in [DType::F64, DType::I64] {
+        assert!(
+            short_rows(&looked_up(ReduceOp::Sum, dtype, 64).0),
+            "{dtype:?}"
+        );
+        for len in [128, 256] {
+            let (strategy, text) = looked_up(ReduceOp::Sum, dtype, len);
+            assert!(
+                !short_rows(&strategy),
+                "{dtype:?} rows of {len}: {strategy:?}"
+            );
+            assert!(text.contains("not ShortRows: its rows of"), "{text}");
+        }
+    }
+    // i32 sums accumulate in i64: rows of 128 are one 16-byte load a lane,
+    // rows of 256 two.
+    assert!(short_rows(&looked_up(ReduceOp::Sum, DType::I32, 128).0));
+    assert!(!short_rows(&looked_up(ReduceOp::Sum, DType::I32, 256).0));
+    // An f64 max accumulates in 8 bytes too; argmax of f32 in 16.
+    assert!(!short_rows(&looked_up(ReduceOp::AMax, DType::F64, 128).0));
+    assert!(!short_rows(&looked_up(ReduceOp::ArgMax, DType::F32, 256).0));
+    // 4-byte accumulators keep ShortRows at every length it takes.
+    for len in [128, 256, 512] {
+        let (strategy, text) = looked_up(ReduceOp::Sum, DType::F32, len);
+        assert!(short_rows(&strategy), "f32 rows of {len}: {strategy:?}");
+        assert!(!text.contains("not ShortRows"), "{text}");
+        assert!(short_rows(&looked_up(ReduceOp::Sum, DType::F16, len).0));
+    }
+    // Rows found by one stride keep it: the same f64 rows, contiguous.
+    let p = plan(
+        &[64, 2048, 256],
+        &contiguous(&[64, 2048, 256]),
+        0,
+        &[2],
+        DType::F64,
+    );
+    assert!(short_rows(&only(&p).strategy), "{p}");
 }
 
 #[test]
