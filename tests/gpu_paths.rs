@@ -252,6 +252,64 @@ fn short_rows_over_several_kept_dims() {
     }
 }
 
+/// Rows of 8-byte inputs looked up one by one that a lane would read more
+/// than one vector of take the plan after ShortRows (PyTorch's
+/// `reduce_kernel`), from a narrowed middle dim and a permuted view, at the
+/// boundary and past it; rows of one vector a lane keep ShortRows.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn looked_up_8_byte_rows_past_one_vector_a_lane() {
+    let Some((dev, _)) = gpu("looked_up_8_byte_rows_past_one_vector_a_lane") else {
+        return;
+    };
+    type View = fn(&Tensor) -> Tensor;
+    let cases: [(DType, &[usize], View, bool); 5] = [
+        (
+            DType::F64,
+            &[6, 700, 128],
+            |t| t.narrow(1, 1, 600).unwrap(),
+            false,
+        ),
+        (
+            DType::I64,
+            &[5, 900, 256],
+            |t| t.narrow(1, 0, 899).unwrap(),
+            false,
+        ),
+        (
+            DType::F64,
+            &[30, 70, 256],
+            |t| t.permute(&[1, 0, 2]).unwrap(),
+            false,
+        ),
+        (
+            DType::I64,
+            &[40, 90, 128],
+            |t| t.permute(&[1, 0, 2]).unwrap(),
+            false,
+        ),
+        (
+            DType::F64,
+            &[8, 900, 64],
+            |t| t.narrow(1, 0, 800).unwrap(),
+            true,
+        ),
+    ];
+    for (i, (dt, shape, view, short_rows)) in cases.into_iter().enumerate() {
+        let x = ints(shape, dt, 120 + i as u64);
+        let l = check(&x, view, &[-1], dt, dev);
+        assert!(
+            l.iter().all(|l| !l.rows_by_one_stride()),
+            "{dt} {shape:?} case {i}: rows found by one stride: {l:?}"
+        );
+        assert_eq!(
+            any_launch(&l, |l| l.config.lanes_per_row != 0),
+            short_rows,
+            "{dt} {shape:?} case {i}: {l:?}"
+        );
+    }
+}
+
 /// 16-bit rows read in whole 16-byte vectors run `short_rows_kernel`'s
 /// `wide_loads` instantiation (its own register budget), by one stride and
 /// over kept dims that do not coalesce.

@@ -386,12 +386,12 @@ fn write_launch(
     {
         writeln!(
             f,
-            "    - ours: not ShortRows: its rows of {} are looked up one by one ({} kept dims), and with an accumulator of {} B each lane would load {} vectors of a row, more than the {} that short_rows_kernel<one_dim=false> reads faster than the strategies after it",
+            "    - ours: not ShortRows: its rows of {} are looked up one by one ({} kept dims), and of {} B inputs each lane would load {} vectors of a row, more than the {} that short_rows_kernel<one_dim=false> reads faster than the strategies after it",
             rows.row_len,
             it.ndim() - it.num_reduce_dims(),
-            sig.acc.size_in_bytes(),
+            sig.input.size_in_bytes(),
             rows.vectors_per_lane(),
-            super::LOOKED_UP_WIDE_ACC_MAX_VECTORS_PER_LANE
+            super::LOOKED_UP_8_BYTE_MAX_VECTORS_PER_LANE
         )?;
     }
     Ok(())

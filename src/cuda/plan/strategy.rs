@@ -121,17 +121,22 @@ pub const SHORT_ROWS_STAGE_BYTES: u32 = 12 * 1024;
 
 /// The most vectors a lane loads from a row under [`Strategy::ShortRows`]
 /// when the rows are looked up one by one (kept dims that do not coalesce,
-/// [`rows_by_one_stride`] false) and the accumulator is 8 bytes or more;
+/// [`rows_by_one_stride`] false) and the inputs are 8 bytes (f64, i64);
 /// longer such rows are left to the strategies below ([`left_to_pytorch`]).
-/// On an H200 (128 MiB, rows `[R, 2048, L]` permuted to `[2048, R, L]`,
-/// sums), f64 and i64 rows of 128 (2 vectors a lane) ran 1.14-1.18x faster
-/// without ShortRows and rows of 256 (4) 1.42-1.56x, where rows of 64 (1)
-/// ran 0.51-0.93x as fast; f32 and f16 rows lost without it at every
-/// length. `short_rows_kernel<one_dim=false>` keeps each row's output
+/// On an H200 (128 MiB, rows `[R, 2048, L]` permuted to `[2048, R, L]`),
+/// rows of 128 (2 vectors a lane) and 256 (4) ran faster without
+/// ShortRows: sums of f64 and i64 1.14x and 1.39-1.53x, amax of f64 1.04x
+/// and 1.36x, var of f64 rows of 128 1.68x; rows of 64 (1) level or slower
+/// (0.51-1.00x). Narrower inputs lost or stayed level whatever their
+/// accumulator: var of f32 rows of 128 0.80x, argmax of f32 and f16 rows
+/// of 256 0.74x and 0.57x, sums of f32, f16 and u8 0.99-1.00x or slower,
+/// of i32 (an i64 accumulator) level at rows of 256 (an unexplained 1.14x
+/// at 512). `short_rows_kernel<one_dim=false>` keeps each row's output
 /// offsets beside its loads and spills at its 64 registers whatever the
-/// dtype (ptxas: 1140 bytes of spill stores a thread for f32 sums, 1508 for
-/// f64); why 8-byte values lose and 4-byte ones do not is not known.
-pub const LOOKED_UP_WIDE_ACC_MAX_VECTORS_PER_LANE: u32 = 1;
+/// dtype (`kernel_ptx --ptxas-info`, NVRTC 13.0: 1140 bytes of spill
+/// stores a thread for f32 sums, 1508 for f64); why 8-byte inputs lose
+/// and narrower ones do not is not known.
+pub const LOOKED_UP_8_BYTE_MAX_VECTORS_PER_LANE: u32 = 1;
 
 /// Alignment of a warp's span of packed rows: the width of one copy
 /// (`cp.async` of 16 bytes) into shared memory.
@@ -402,8 +407,8 @@ pub fn ragged_row_vectors(row_len: u32, width: u32) -> u32 {
 
 /// The strategy this crate runs for `iter`, given PyTorch's own config for
 /// it: [`Strategy::ShortRows`] where a row fits a few loads per lane of a
-/// warp (one, for rows looked up one by one of an accumulator of 8 bytes
-/// or more: [`left_to_pytorch`]), [`Strategy::VectorizedDims`] where several reduced dims take
+/// warp (one, for rows of 8-byte inputs looked up one by one:
+/// [`left_to_pytorch`]), [`Strategy::VectorizedDims`] where several reduced dims take
 /// vector loads PyTorch leaves scalar, [`Strategy::RowPerWarp`] where
 /// PyTorch's warps split long rows that are many, [`Strategy::TallColumns`]
 /// where a column reduction's global reduce leaves each thread of a last
@@ -864,17 +869,21 @@ pub(super) fn short_rows(
 }
 
 /// Whether `rows`, which [`short_rows`] found, are left to the strategies
-/// after [`Strategy::ShortRows`]: rows looked up one by one, of an
-/// accumulator of 8 bytes or more, that take more than
-/// [`LOOKED_UP_WIDE_ACC_MAX_VECTORS_PER_LANE`] vectors a lane.
+/// after [`Strategy::ShortRows`]: rows looked up one by one, of 8-byte
+/// inputs, read in whole vectors of several inputs of which a lane takes
+/// more than [`LOOKED_UP_8_BYTE_MAX_VECTORS_PER_LANE`]. Rows read a scalar
+/// at a time (a lane each), staged or ragged were not measured and keep
+/// ShortRows.
 pub(super) fn left_to_pytorch(
     iter: &TensorIterator,
     signature: &Signature,
     rows: &ShortRows,
 ) -> bool {
-    !rows_by_one_stride(iter)
-        && signature.acc.size_in_bytes() >= 8
-        && rows.vectors_per_lane() > LOOKED_UP_WIDE_ACC_MAX_VECTORS_PER_LANE
+    let whole_vectors = rows.row_vec_size > 1 && !rows.ragged && rows.rows_per_vector == 1;
+    whole_vectors
+        && !rows_by_one_stride(iter)
+        && signature.input.size_in_bytes() == 8
+        && rows.vectors_per_lane() > LOOKED_UP_8_BYTE_MAX_VECTORS_PER_LANE
 }
 
 /// Whether the rows of a single reduced dim are found by one stride: the

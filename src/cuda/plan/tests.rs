@@ -477,7 +477,7 @@ fn short_rows_find_rows_by_one_stride_where_the_kept_dims_coalesce() {
 }
 
 #[test]
-fn looked_up_rows_of_wide_accumulators_past_one_vector_a_lane_keep_pytorchs_plan() {
+fn looked_up_rows_of_8_byte_inputs_past_one_vector_a_lane_keep_pytorchs_plan() {
     // [R, 2048, L] permuted to [2048, R, L], reduced over L: two kept dims
     // that do not coalesce, so short_rows_kernel would look each row up.
     let looked_up = |op: ReduceOp, dtype: DType, len: usize| {
@@ -509,20 +509,25 @@ fn looked_up_rows_of_wide_accumulators_past_one_vector_a_lane_keep_pytorchs_plan
             assert!(text.contains("not ShortRows: its rows of"), "{text}");
         }
     }
-    // i32 sums accumulate in i64: rows of 128 are one 16-byte load a lane,
-    // rows of 256 two.
-    assert!(short_rows(&looked_up(ReduceOp::Sum, DType::I32, 128).0));
-    assert!(!short_rows(&looked_up(ReduceOp::Sum, DType::I32, 256).0));
-    // An f64 max accumulates in 8 bytes too; argmax of f32 in 16.
+    // An f64 max and an f64 variance leave them too; what counts is the
+    // input's width, not the accumulator's: an i32 sum (i64 accumulator)
+    // and an f32 argmax or variance (16 bytes) keep ShortRows.
     assert!(!short_rows(&looked_up(ReduceOp::AMax, DType::F64, 128).0));
-    assert!(!short_rows(&looked_up(ReduceOp::ArgMax, DType::F32, 256).0));
-    // 4-byte accumulators keep ShortRows at every length it takes.
+    assert!(!short_rows(&looked_up(ReduceOp::Var, DType::F64, 128).0));
+    assert!(short_rows(&looked_up(ReduceOp::Sum, DType::I32, 256).0));
+    assert!(short_rows(&looked_up(ReduceOp::ArgMax, DType::F32, 256).0));
+    assert!(short_rows(&looked_up(ReduceOp::Var, DType::F32, 128).0));
+    // 4- and 2-byte inputs keep ShortRows at every length it takes.
     for len in [128, 256, 512] {
         let (strategy, text) = looked_up(ReduceOp::Sum, DType::F32, len);
         assert!(short_rows(&strategy), "f32 rows of {len}: {strategy:?}");
         assert!(!text.contains("not ShortRows"), "{text}");
         assert!(short_rows(&looked_up(ReduceOp::Sum, DType::F16, len).0));
     }
+    // Rows read a scalar a lane keep it: 3 f64 of a narrowed middle dim.
+    let p = plan(&[64, 4000, 3], &[15_000, 3, 1], 3, &[2], DType::F64);
+    assert!(!only(&p).rows_by_one_stride(), "{p}");
+    assert!(short_rows(&only(&p).strategy), "{p}");
     // Rows found by one stride keep it: the same f64 rows, contiguous.
     let p = plan(
         &[64, 2048, 256],
