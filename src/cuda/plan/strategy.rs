@@ -121,8 +121,9 @@ pub const SHORT_ROWS_STAGE_BYTES: u32 = 12 * 1024;
 
 /// The most vectors a lane loads from a row under [`Strategy::ShortRows`]
 /// when the rows are looked up one by one (kept dims that do not coalesce,
-/// [`rows_by_one_stride`] false) and the inputs are 8 bytes (f64, i64);
-/// longer such rows are left to the strategies below ([`left_to_pytorch`]).
+/// [`LaunchPlan::rows_by_one_stride`](super::LaunchPlan::rows_by_one_stride)
+/// false) and the inputs are 8 bytes (f64, i64); longer such rows are left
+/// to the strategies after ShortRows (`left_to_pytorch`).
 /// On an H200 (128 MiB, rows `[R, 2048, L]` permuted to `[2048, R, L]`),
 /// rows of 128 (2 vectors a lane) and 256 (4) ran faster without
 /// ShortRows: sums of f64 and i64 1.14x and 1.39-1.53x, amax of f64 1.04x
@@ -408,8 +409,8 @@ pub fn ragged_row_vectors(row_len: u32, width: u32) -> u32 {
 /// The strategy this crate runs for `iter`, given PyTorch's own config for
 /// it: [`Strategy::ShortRows`] where a row fits a few loads per lane of a
 /// warp (one, for rows of 8-byte inputs looked up one by one:
-/// [`left_to_pytorch`]), [`Strategy::VectorizedDims`] where several reduced dims take
-/// vector loads PyTorch leaves scalar, [`Strategy::RowPerWarp`] where
+/// `left_to_pytorch`), [`Strategy::VectorizedDims`] where several reduced
+/// dims take vector loads PyTorch leaves scalar, [`Strategy::RowPerWarp`] where
 /// PyTorch's warps split long rows that are many, [`Strategy::TallColumns`]
 /// where a column reduction's global reduce leaves each thread of a last
 /// CTA many partials, [`Strategy::ShortColumns`] where lanes of narrow

@@ -30,7 +30,6 @@ fn plan_op(
     dtype: DType,
 ) -> ReducePlan {
     let out = op.output_dtype(dtype, None).unwrap();
-    // Only sum takes a dtype argument; the others' is their own.
     let mask: Vec<bool> = (0..shape.len()).map(|d| reduce.contains(&d)).collect();
     let it = TensorIterator::reduction(
         shape,
@@ -43,6 +42,7 @@ fn plan_op(
     .unwrap();
     ReducePlan::new(
         &it,
+        // Only sum takes a dtype argument; the others' is their own.
         &op.signature(dtype, (op == ReduceOp::Sum).then_some(out))
             .unwrap(),
         &DeviceProps::h200(),
