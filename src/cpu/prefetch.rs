@@ -25,7 +25,14 @@
 //! binary switching the prefetch off and on, three rounds), the row loops
 //! measured level to 1.3x faster with it (f16 and bf16 rows of 4096 4.5
 //! to 3.4-3.6 ms, f32 rows of 16 4.8-4.9 to 4.1-4.3), the columns in
-//! pieces of 4 KiB level.
+//! pieces of 4 KiB level. A later 2-core guest, whose memory read 12-18
+//! GB/s (five rounds beside torch, `TENSOR_REDUCE_CPU_PREFETCH=off` as the
+//! other side), measured the trade both ways: without it, f64 and i64 rows
+//! of 128 to 65536 ran 1.01-1.17x faster and 256-channel statistics
+//! 1.10x, while 16-bit rows of 16 to 65536 ran 0.71-0.93x, f32 rows of 16
+//! and 32 0.84-0.93x, 8-byte rows of 2 and 16 0.84-0.92x, and NHWC channel
+//! statistics and middle dims 0.89-0.93x. It stays on everywhere until the
+//! 16-core host has measured the 8-byte rows both ways.
 
 /// Bytes ahead of a streaming loop that it asks the memory for.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
@@ -57,7 +64,7 @@ impl Prefetch {
     #[inline(always)]
     pub(super) fn here() -> Self {
         Prefetch {
-            on: !super::team::on_team(),
+            on: !super::team::on_team() && !switched_off(),
         }
     }
 
@@ -92,6 +99,23 @@ impl Prefetch {
     }
 }
 
+/// Whether `TENSOR_REDUCE_CPU_PREFETCH=off` in the environment switches
+/// software prefetch off for the process: so that one build can be timed
+/// both ways on a host (`scripts/ab_cpu.py` sets a side's environment),
+/// the distances above having been measured on two machines only. Read
+/// once; a prefetch never changes a result, so neither does this.
+fn switched_off() -> bool {
+    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OFF.get_or_init(|| {
+        switched_off_by(std::env::var("TENSOR_REDUCE_CPU_PREFETCH").ok().as_deref())
+    })
+}
+
+/// Whether the variable's value (`None`: unset) switches prefetch off.
+fn switched_off_by(value: Option<&str>) -> bool {
+    value == Some("off")
+}
+
 /// One prefetch with `HINT` for each line of `x`, `ahead` bytes on.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
@@ -115,12 +139,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn only_off_switches_prefetch_off() {
+        assert!(switched_off_by(Some("off")));
+        for kept in [None, Some(""), Some("on"), Some("0"), Some("OFF ")] {
+            assert!(!switched_off_by(kept), "{kept:?}");
+        }
+    }
+
+    #[test]
     fn the_team_does_not_prefetch() {
-        assert!(Prefetch::here().on, "outside the team");
+        assert_eq!(Prefetch::here().on, !switched_off(), "outside the team");
         let (on, owned) =
             super::super::team::enter(0, || (Prefetch::here().on, super::super::team::on_team()));
         // Entered unless another test holds the team (then rayon runs it).
-        assert_eq!(on, !owned);
+        assert_eq!(on, !owned && !switched_off());
     }
 
     #[cfg(target_os = "linux")]
