@@ -3,7 +3,7 @@
 //! backend and, where it has the op, by ndarray, next to a plain
 //! multithreaded read of the same number of bytes.
 //!
-//! `cargo bench --bench cpu_reduce [-- [--op NAME] [--cases suite|sweep|FILE.json] [--quick] [--json PATH] [--serve] [CASE-SUBSTRING ...]]`
+//! `cargo bench --bench cpu_reduce [-- [--op NAME] [--cases suite|sweep|FILE.json] [--quick] [--json PATH] [--serve] [--copies N] [CASE-SUBSTRING ...]]`
 //!
 //! `--serve` takes commands on stdin instead (see [`serve`]), for the
 //! interleaved comparison of `scripts/compare_cpu.py`.
@@ -14,7 +14,10 @@
 //! allocation of the result included for both sides. `--quick` takes fewer
 //! runs and, for the sweep, each case's small shape (about 8 MiB).
 //! `scripts/compare_cpu.py` times torch on the same cases with the same
-//! protocol (it reads the protocol from this bench's JSON).
+//! protocol (it reads the protocol from this bench's JSON). `--copies N`
+//! gives each case N inputs in allocations of their own, which the timed
+//! calls take in turn (torch's side the same): on a virtual machine two
+//! buffers of one size can read at speeds far apart ([`Plan::copies`]).
 
 mod common;
 
@@ -34,24 +37,32 @@ use tensor_reduce::DType;
 const GOAL_GBS: f64 = 28.0;
 const GOAL_MIN_BYTES: u64 = 64 << 20;
 
-/// How many times to run a measured call.
+/// How many times to run a measured call, and over how many inputs.
 struct Plan {
     warmup: usize,
     min_runs: usize,
     max_runs: usize,
     budget: Duration,
+    /// Separate inputs a case (`--copies`), taken in turn by the timed
+    /// calls. On a virtual machine the same loop read one 134 MB buffer
+    /// up to 1.6x as fast as another of the same process (the 2-core
+    /// machine: 5.6-8.9 ms for each of nine, each stable from call to
+    /// call), so one input a side compares two buffers as much as two
+    /// loops; several a side average that out.
+    copies: usize,
 }
 
 impl Plan {
     /// The sweep has four times the suite's cases: a shorter budget keeps a
     /// full run within minutes on a 16-core host.
-    fn new(quick: bool, sweep: bool) -> Plan {
-        if quick {
+    fn new(quick: bool, sweep: bool, copies: usize) -> Plan {
+        let plan = if quick {
             Plan {
                 warmup: 1,
                 min_runs: 3,
                 max_runs: 3,
                 budget: Duration::ZERO,
+                copies,
             }
         } else if sweep {
             Plan {
@@ -59,6 +70,7 @@ impl Plan {
                 min_runs: 3,
                 max_runs: 101,
                 budget: Duration::from_millis(300),
+                copies,
             }
         } else {
             Plan {
@@ -66,7 +78,14 @@ impl Plan {
                 min_runs: 5,
                 max_runs: 201,
                 budget: Duration::from_millis(1000),
+                copies,
             }
+        };
+        // Every input gets at least one timed call.
+        Plan {
+            min_runs: plan.min_runs.max(copies),
+            max_runs: plan.max_runs.max(copies),
+            ..plan
         }
     }
     /// The protocol as the JSON both the batch and the serve modes report.
@@ -76,6 +95,7 @@ impl Plan {
             "min_runs": self.min_runs,
             "max_runs": self.max_runs,
             "budget_ms": self.budget.as_millis() as u64,
+            "copies": self.copies,
         })
     }
 
@@ -225,13 +245,14 @@ impl Row {
 /// calls need.
 struct Prepared {
     row: Row,
-    /// The base tensor and the case's view of it, and the call; `None` when
-    /// the op does not apply or the result was wrong (nothing to time).
-    ready: Option<(tensor_reduce::Tensor, tensor_reduce::Tensor, ops::Call)>,
+    /// The base tensor, the case's view of it and of each further copy
+    /// ([`Plan::copies`], the first the checked one), and the call; `None`
+    /// when the op does not apply or the result was wrong (nothing to time).
+    ready: Option<(tensor_reduce::Tensor, Vec<tensor_reduce::Tensor>, ops::Call)>,
 }
 
 impl Prepared {
-    fn new(spec: &OpSpec, case: &Case) -> tensor_reduce::Result<Prepared> {
+    fn new(spec: &OpSpec, case: &Case, copies: usize) -> tensor_reduce::Result<Prepared> {
         let mut row = Row::new(case);
         if let Some(why) = ops::not_applicable(spec, case.dims.len(), case.dtype) {
             row.skipped = Some(why);
@@ -249,16 +270,23 @@ impl Prepared {
             row.detail = c.detail;
             return Ok(Prepared { row, ready: None });
         }
+        let mut views = vec![x];
+        for _ in 1..copies {
+            // The same values in an allocation of its own.
+            views.push(case.make_input()?.1);
+        }
         Ok(Prepared {
             row,
-            ready: Some((base, x, call)),
+            ready: Some((base, views, call)),
         })
     }
 
     /// The median µs of our call under `plan`, if there is one to time.
     fn time_ours(&self, plan: &Plan) -> Option<f64> {
-        let (_, x, call) = self.ready.as_ref()?;
+        let (_, views, call) = self.ready.as_ref()?;
+        let mut next = views.iter().cycle();
         Some(median(&plan.time(|| {
+            let x = next.next().expect("at least one input");
             black_box(call(x).expect("checked when prepared"));
         })))
     }
@@ -281,7 +309,7 @@ fn time_plain(case: &Case, plain_buf: &[f32], plan: &Plan) -> f64 {
 }
 
 fn run_case(spec: &OpSpec, case: &Case, plan: &Plan) -> tensor_reduce::Result<Row> {
-    let p = Prepared::new(spec, case)?;
+    let p = Prepared::new(spec, case, plan.copies)?;
     let ours_us = p.time_ours(plan);
     let nd_us = p.time_ndarray(spec, plan)?;
     Ok(Row {
@@ -326,7 +354,7 @@ fn serve(spec: &OpSpec, cases: &[Case], plan: &Plan, plain_buf: &[f32]) -> ExitC
                 current = None; // frees the previous input first
                 match cases.iter().find(|c| c.name == arg) {
                     None => json!({"ok": false, "detail": format!("no case named {arg:?}")}),
-                    Some(case) => match Prepared::new(spec, case) {
+                    Some(case) => match Prepared::new(spec, case, plan.copies) {
                         Ok(p) => {
                             let r = &p.row;
                             let v = json!({
@@ -387,7 +415,7 @@ fn main() -> ExitCode {
     };
     // A case file is timed as the sweep is: many large inputs.
     let sweep = args.cases != common::CaseSet::Suite;
-    let plan = Plan::new(args.quick, sweep);
+    let plan = Plan::new(args.quick, sweep, args.copies);
     let cases = args.selected_cases();
     if args.list {
         common::print_case_list(&cases);

@@ -27,7 +27,7 @@ import sys
 import time
 
 from bench_common import case_set_arg, load_cases, print_ab_table
-from compare_cpu import SETTLE_S, OurServer, torch_setup, torch_timer
+from compare_cpu import SETTLE_S, OurServer, copies_args, copies_of, torch_setup, torch_timer
 
 
 def side_command(spec):
@@ -49,12 +49,13 @@ def main() -> int:
     ap.add_argument("--op", default="sum")
     ap.add_argument("--quick", action="store_true", help="the sweep's small shapes")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--copies", type=int, default=1, help="inputs a case on every side, in allocations of their own, taken in turn")
     ap.add_argument("--torch", action="store_true", help="torch's CPU as one more side")
     ap.add_argument("--filter", nargs="*", default=[], help="case-name substrings")
     args = ap.parse_args()
 
     cases = load_cases(args.cases, args.quick, args.filter)
-    extra = ["--op", args.op, "--cases", args.cases] + (["--quick"] if args.quick else []) + args.filter
+    extra = ["--op", args.op, "--cases", args.cases] + (["--quick"] if args.quick else []) + copies_args(args.copies) + args.filter
     servers = []
     for spec in args.sides:
         env, argv = side_command(spec)
@@ -82,7 +83,7 @@ def main() -> int:
             timers = [lambda s=s: s.ask("time")["us"] for s in servers]
             if torch is not None:
                 _, maker, gen = torch
-                timer = torch_timer(case, args.op, maker, gen)
+                timer = torch_timer(case, args.op, maker, gen, copies_of(protocol))
                 timers.append(lambda: timer(protocol))
             rounds = [[] for _ in timers]
             for r in range(args.rounds):

@@ -33,6 +33,7 @@ the case list and, with `--ours`, the table with an empty torch column.
 
 import argparse
 import datetime
+import itertools
 import json
 import os
 import shlex
@@ -85,12 +86,25 @@ def torch_env(torch):
     return {"torch": torch.__version__, "threads": torch.get_num_threads(), "cpu": cpu_name()}
 
 
-def torch_timer(case, op, maker, gen):
+def torch_timer(case, op, maker, gen, copies=1):
     """A function timing torch's call on `case` under a protocol; it holds
-    the case's input until dropped."""
-    x = torch_view(torch_input(case, maker, gen).cpu(), case["view"])
+    the case's inputs until dropped: `copies` of them, each in an allocation
+    of its own, taken in turn by the calls (our bench's `--copies`)."""
+    xs = [torch_view(torch_input(case, maker, gen).cpu(), case["view"]) for _ in range(copies)]
     call, dims = torch_call(op), tuple(case["dims"])
-    return lambda protocol: time_us(lambda: call(x, dims), protocol)
+    turn = itertools.cycle(xs)
+    return lambda protocol: time_us(lambda: call(next(turn), dims), protocol)
+
+
+def copies_args(copies):
+    """Our bench's arguments for `copies` inputs a case: none for one, so
+    that a bench from before `--copies` still runs."""
+    return ["--copies", str(copies)] if copies > 1 else []
+
+
+def copies_of(protocol):
+    """The inputs a case of the protocol (1 for a bench from before `--copies`)."""
+    return protocol.get("copies", 1)
 
 
 def measure_torch(cases, op, threads, protocol):
@@ -101,7 +115,7 @@ def measure_torch(cases, op, threads, protocol):
         t0 = time.time()
         r = {"torch_us": None, "notes": []}
         try:
-            r["torch_us"] = torch_timer(case, op, maker, gen)(protocol)
+            r["torch_us"] = torch_timer(case, op, maker, gen, copies_of(protocol))(protocol)
         except (NotApplicable, RuntimeError, TypeError) as e:
             r["notes"].append(str(e))
         results[case["name"]] = r
@@ -172,7 +186,7 @@ def measure_interleaved(cases, op, spec, extra, rounds, threads_arg):
             timer = None
             if row["ok"] and not row["skipped"]:
                 try:
-                    timer = torch_timer(case, op, maker, gen)
+                    timer = torch_timer(case, op, maker, gen, copies_of(protocol))
                 except (NotApplicable, RuntimeError, TypeError) as e:
                     r["notes"].append(str(e))
                 for i in range(rounds):
@@ -267,7 +281,9 @@ def build_table(cases, op, peers, env, ours_doc, protocol, threads):
         f"Op `{op}`. CPU: {env.get('cpu', DASH)}; {threads} threads on both sides; torch {env.get('torch', DASH)}",
         f"tensor-reduce commit {(ours_doc or {}).get('commit') or DASH}. Protocol (both sides): wall clock per call, "
         f"{protocol['warmup']} warm-up, then at least {protocol['min_runs']} and at most {protocol['max_runs']} calls "
-        f"within {protocol['budget_ms']} ms; the median"
+        f"within {protocol['budget_ms']} ms"
+        + (f", taking {copies_of(protocol)} inputs in separate allocations in turn" if copies_of(protocol) > 1 else "")
+        + "; the median"
         + (f" of each round, then the median of {ours_doc['rounds']} rounds that alternate between the sides, case by case"
            if (ours_doc or {}).get("interleaved") else "")
         + ". plain read: a multithreaded read of the same number of bytes in "
@@ -293,6 +309,8 @@ def main():
     ap.add_argument("--run-ours", metavar="CMD", help="start `CMD --serve --op OP --cases SET`, time torch between its rounds and write ours to OURS; "
                          "`auto`: the bundle's staged bench, else cargo bench")
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds of ours and torch a case (with --run-ours)")
+    ap.add_argument("--copies", type=int, default=1, help="inputs a case on each side, in allocations of their own, "
+                    "taken in turn (with --run-ours; see the bench's --copies)")
     ap.add_argument("--threads", type=int, help="torch threads (default: our bench's, else every core)")
     ap.add_argument("--out", help="also write the markdown table to this file")
     ap.add_argument("--peers-json", help="also write torch's raw numbers to this file")
@@ -313,7 +331,8 @@ def main():
     elif args.run_ours:
         if not args.ours:
             ap.error("--run-ours needs --ours PATH")
-        extra = ["--op", args.op, "--cases", args.case_set] + (["--quick"] if args.quick else []) + args.filters
+        extra = (["--op", args.op, "--cases", args.case_set] + (["--quick"] if args.quick else [])
+                 + copies_args(args.copies) + args.filters)
         print(f"ours and torch interleaved: {args.op} over {len(cases)} {args.case_set} cases, {args.rounds} rounds",
               file=sys.stderr)
         ours_doc, peers, env, rc = measure_interleaved(cases, args.op, args.run_ours, extra, args.rounds, args.threads)

@@ -303,12 +303,16 @@ pub struct Args {
     /// cpu_reduce only: take commands on stdin instead of running the cases
     /// in turn, so that a peer can be timed between our rounds.
     pub serve: bool,
+    /// cpu_reduce only (`--copies N`, default 1): separate inputs a case,
+    /// the timed calls taking them in turn (see cpu_reduce's `Prepared`).
+    pub copies: usize,
 }
 
 impl Args {
     pub fn parse() -> Args {
         let mut args = Args {
             op: "sum".into(),
+            copies: 1,
             ..Args::default()
         };
         let mut it = std::env::args().skip(1);
@@ -321,6 +325,13 @@ impl Args {
                 "--serve" => args.serve = true,
                 "--json" => args.json = Some(it.next().expect("--json needs a path")),
                 "--op" => args.op = it.next().expect("--op needs a name"),
+                "--copies" => match it.next().and_then(|n| n.parse().ok()) {
+                    Some(n) if n >= 1 => args.copies = n,
+                    _ => {
+                        eprintln!("--copies takes a count of at least 1");
+                        std::process::exit(2);
+                    }
+                },
                 "--cases" => {
                     args.cases = match it.next().as_deref() {
                         Some("suite") => CaseSet::Suite,
@@ -336,7 +347,7 @@ impl Args {
                 }
                 "-h" | "--help" => {
                     eprintln!(
-                        "usage: [--op NAME] [--cases suite|sweep|FILE.json] [--quick] [--list] [--json PATH] [--serve] [CASE-SUBSTRING ...]\n\
+                        "usage: [--op NAME] [--cases suite|sweep|FILE.json] [--quick] [--list] [--json PATH] [--serve] [--copies N] [CASE-SUBSTRING ...]\n\
                          ops: {}",
                         ops::wired().join(", ")
                     );
