@@ -142,6 +142,32 @@ fn rows_take_path(
     }
 }
 
+/// A sum over the last dim of a view: the dtype, the base's shape, the
+/// view, and what the case expects of its plan (read by the test's
+/// predicate).
+type ViewCase = (DType, &'static [usize], fn(&Tensor) -> Tensor, bool);
+
+/// [`check`] on every case (a base of integers, seeded `seed` plus the
+/// case's index); each case's launches must satisfy `took(launches,
+/// expected)` (the path named `path` in the failure).
+fn views_take_path(
+    cases: &[ViewCase],
+    seed: u64,
+    dev: Device,
+    path: &str,
+    took: impl Fn(&[LaunchPlan], bool) -> bool,
+) {
+    for (i, &(dt, shape, view, expected)) in cases.iter().enumerate() {
+        let x = ints(shape, dt, seed + i as u64);
+        let out = ReduceOp::Sum.output_dtype(dt, None).unwrap();
+        let l = check(&x, view, &[-1], out, dev);
+        assert!(
+            took(&l, expected),
+            "{dt} {shape:?} case {i} (expected {expected}) did not take {path}: {l:?}"
+        );
+    }
+}
+
 fn any_launch(launches: &[LaunchPlan], pred: impl Fn(&LaunchPlan) -> bool) -> bool {
     launches.iter().any(pred)
 }
@@ -262,8 +288,7 @@ fn looked_up_8_byte_rows_past_one_vector_a_lane() {
     let Some((dev, _)) = gpu("looked_up_8_byte_rows_past_one_vector_a_lane") else {
         return;
     };
-    type View = fn(&Tensor) -> Tensor;
-    let cases: [(DType, &[usize], View, bool); 5] = [
+    let cases: [ViewCase; 5] = [
         (
             DType::F64,
             &[6, 700, 128],
@@ -295,19 +320,16 @@ fn looked_up_8_byte_rows_past_one_vector_a_lane() {
             true,
         ),
     ];
-    for (i, (dt, shape, view, short_rows)) in cases.into_iter().enumerate() {
-        let x = ints(shape, dt, 120 + i as u64);
-        let l = check(&x, view, &[-1], dt, dev);
-        assert!(
-            l.iter().all(|l| !l.rows_by_one_stride()),
-            "{dt} {shape:?} case {i}: rows found by one stride: {l:?}"
-        );
-        assert_eq!(
-            any_launch(&l, |l| l.config.lanes_per_row != 0),
-            short_rows,
-            "{dt} {shape:?} case {i}: {l:?}"
-        );
-    }
+    views_take_path(
+        &cases,
+        120,
+        dev,
+        "rows looked up one by one, ShortRows as expected",
+        |l, short_rows| {
+            l.iter().all(|l| !l.rows_by_one_stride())
+                && any_launch(l, |l| l.config.lanes_per_row != 0) == short_rows
+        },
+    );
 }
 
 /// 16-bit rows read in whole 16-byte vectors run `short_rows_kernel`'s
@@ -319,8 +341,7 @@ fn wide_loads_short_rows() {
     let Some((dev, _)) = gpu("wide_loads_short_rows") else {
         return;
     };
-    type View = fn(&Tensor) -> Tensor;
-    let cases: [(DType, &[usize], View, bool); 4] = [
+    let cases: [ViewCase; 4] = [
         (DType::F16, &[300_000, 16], |t| t.clone(), true),
         (DType::BF16, &[40_000, 128], |t| t.clone(), true),
         (
@@ -336,16 +357,17 @@ fn wide_loads_short_rows() {
             false,
         ),
     ];
-    for (i, (dt, shape, view, one_dim)) in cases.into_iter().enumerate() {
-        let x = ints(shape, dt, 120 + i as u64);
-        let out = ReduceOp::Sum.output_dtype(dt, None).unwrap();
-        let l = check(&x, view, &[-1], out, dev);
-        assert!(
-            any_launch(&l, |l| l.config.wide_loads()
-                && l.rows_by_one_stride() == one_dim),
-            "{dt} {shape:?} case {i} did not take the wide-loads kernel (one_dim {one_dim}): {l:?}"
-        );
-    }
+    views_take_path(
+        &cases,
+        120,
+        dev,
+        "the wide-loads kernel (expected: rows by one stride)",
+        |l, one_dim| {
+            any_launch(l, |l| {
+                l.config.wide_loads() && l.rows_by_one_stride() == one_dim
+            })
+        },
+    );
 }
 
 /// u8 and bool sums, which load 16 bytes and add them four a `dp4a`:
