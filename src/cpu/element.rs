@@ -489,7 +489,7 @@ fn accumulate_chunks<T: Copy, W: Compute, R: ReduceOps<W>>(
     widen: impl Fn(T) -> W,
 ) {
     let sets = const { lane_sets::<R::Acc>() };
-    let prefetch = Prefetch::here();
+    let prefetch = Prefetch::for_run::<T>(x.len());
     let fold8 = |lanes: &mut [R::Acc; 8], c: &[T], i: usize| {
         let v = widen8(c.try_into().expect("chunks of 8"));
         for j in 0..8 {

@@ -31,12 +31,30 @@
 //! of 128 to 65536 ran 1.01-1.17x faster and 256-channel statistics
 //! 1.10x, while 16-bit rows of 16 to 65536 ran 0.71-0.93x, f32 rows of 16
 //! and 32 0.84-0.93x, 8-byte rows of 2 and 16 0.84-0.92x, and NHWC channel
-//! statistics and middle dims 0.89-0.93x. It stays on everywhere until the
-//! 16-core host has measured the 8-byte rows both ways.
+//! statistics and middle dims 0.89-0.93x. Both trades follow what the
+//! loop does per byte: where it converts or ends a row every few lines,
+//! the software's requests keep the memory busy; where it streams long
+//! runs of 4- or 8-byte elements through adds alone, the hardware's
+//! prefetch keeps up, and the software's only add traffic and
+//! instructions. So those runs ([`Prefetch::for_run`]) go without: on the
+//! same guest (five rounds, torch beside), f32 rows of 4096 to 65536 ran
+//! 1.03-1.32x faster without it and rows of 100 1.06x, f32 rows of 128
+//! level, 16-bit rows of 128 to 65536 0.66-0.83x, which keep it. Against
+//! the build that prefetched every run (the same protocol), the rule made
+//! f32 rows of 128 to 65536 1.02-1.19x faster, f64 and i64 rows of 128 to
+//! 65536 1.03-1.16x and NCHW channel statistics 1.03-1.11x; the loops it
+//! leaves alone moved 0.81-1.17x, this guest's noise.
 
 /// Bytes ahead of a streaming loop that it asks the memory for.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(super) const PREFETCH_AHEAD: usize = 8192;
+
+/// The longest contiguous run of 4- or 8-byte elements that a loop still
+/// prefetches ahead of ([`Prefetch::for_run`]): four cache lines, f32 rows
+/// of 64 and f64 rows of 32. Rows this short end often enough that the
+/// prefetch paid (f32 rows of 16 and 32, 8-byte rows of 2 and 16); rows
+/// of 100 f32 (400 bytes) and longer measured level or faster without.
+pub(super) const PREFETCHED_RUN_BYTES: usize = 256;
 
 /// Bytes a prefetch brings in: a cache line on current x86-64 cores.
 #[cfg(target_arch = "x86_64")]
@@ -65,6 +83,19 @@ impl Prefetch {
     pub(super) fn here() -> Self {
         Prefetch {
             on: !super::team::on_team() && !switched_off(),
+        }
+    }
+
+    /// [`Prefetch::here`] for a loop that reads `len` elements of `T` as
+    /// one contiguous run (a row, a leaf of one, a plane): on only where
+    /// the elements are narrower than 4 bytes, widened as they are read,
+    /// or the run is at most [`PREFETCHED_RUN_BYTES`] long (see the
+    /// module's doc).
+    #[inline(always)]
+    pub(super) fn for_run<T>(len: usize) -> Self {
+        let here = Self::here();
+        Prefetch {
+            on: here.on && run_takes_prefetch(size_of::<T>(), len),
         }
     }
 
@@ -97,6 +128,12 @@ impl Prefetch {
         #[cfg(not(target_arch = "x86_64"))]
         let _ = x;
     }
+}
+
+/// Whether a contiguous run of `len` elements of `elem_bytes` bytes is
+/// read with software prefetch ([`Prefetch::for_run`]).
+fn run_takes_prefetch(elem_bytes: usize, len: usize) -> bool {
+    elem_bytes < 4 || len.saturating_mul(elem_bytes) <= PREFETCHED_RUN_BYTES
 }
 
 /// Whether `TENSOR_REDUCE_CPU_PREFETCH=off` in the environment switches
@@ -144,6 +181,21 @@ mod tests {
         for kept in [None, Some(""), Some("on"), Some("0"), Some("OFF ")] {
             assert!(!switched_off_by(kept), "{kept:?}");
         }
+    }
+
+    #[test]
+    fn long_runs_of_wide_elements_go_without() {
+        // 16-bit and byte elements, widened in the loop, at any length.
+        assert!(run_takes_prefetch(2, 65536));
+        assert!(run_takes_prefetch(1, usize::MAX));
+        // f32 rows of 64 and f64 rows of 32 still prefetch, one more
+        // element does not.
+        assert!(run_takes_prefetch(4, 64) && !run_takes_prefetch(4, 65));
+        assert!(run_takes_prefetch(8, 32) && !run_takes_prefetch(8, 33));
+        assert!(!run_takes_prefetch(8, usize::MAX));
+        // Off for the process is off for every run.
+        assert_eq!(Prefetch::for_run::<f32>(16).on, Prefetch::here().on);
+        assert!(!Prefetch::for_run::<f64>(1024).on);
     }
 
     #[test]
