@@ -54,7 +54,7 @@ pub(super) const PREFETCH_AHEAD: usize = 8192;
 /// of 64 and f64 rows of 32. Rows this short end often enough that the
 /// prefetch paid (f32 rows of 16 and 32, 8-byte rows of 2 and 16); rows
 /// of 100 f32 (400 bytes) and longer measured level or faster without.
-pub(super) const PREFETCHED_RUN_BYTES: usize = 256;
+const PREFETCHED_RUN_BYTES: usize = 256;
 
 /// Bytes a prefetch brings in: a cache line on current x86-64 cores.
 #[cfg(target_arch = "x86_64")]
