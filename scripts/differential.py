@@ -364,8 +364,8 @@ def exact_norm(row, p):
 def beats_cpu_16bit_product(got, ref, output, i, dtype, rel):
     """Whether `got` is right where torch's CPU gave a 16-bit product +-inf
     or NaN: equal to the float64 product `ref[output][i]` rounded to `dtype`
-    where that is +-inf (or NaN where it is past float32's range), else
-    within `rel` of it, relatively (a missing reference decides nothing)."""
+    (or NaN where that is +-inf past float32's range), or within `rel` of
+    it, relatively (a missing reference decides nothing)."""
     found = rounded_reference(ref, output, i, dtype)
     if found is None:
         return False
@@ -374,7 +374,9 @@ def beats_cpu_16bit_product(got, ref, output, i, dtype, rel):
         # Past float32's range, a partial product of small elements can
         # round to 0 in float32 while another overflows: 0 * inf is NaN.
         return got == rounded or (math.isnan(got) and abs(r) > F32_MAX)
-    return math.isfinite(got) and abs(got - r) <= rel * abs(r)
+    # Rounded to the dtype, a product below its range is 0 (or a
+    # subnormal), which no relative tolerance reaches.
+    return math.isfinite(got) and (got == rounded or abs(got - r) <= rel * abs(r))
 
 
 def past_accumulator_range(ref, output, i, dtype):
