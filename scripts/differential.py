@@ -40,11 +40,13 @@ against the float64 product instead: equal to it rounded to the dtype where
 that is +-inf (or NaN, where that product is past float32's range: ours
 multiplies in float32 in a tree, and one partial product can then round to
 0 while another overflows), else within 24 epsilons of it. And a float
-product past the range of the type it is multiplied in (float64 for f64,
-float32 otherwise) depends on the order of its multiplications, in torch
-too (its CPU's float32 product of n/2 times 1e30 and n/2 times 1e-30,
-which is 1, comes out inf, 1.0 or NaN by n): ours may be NaN there, where
-a partial product rounded to 0 met one that overflowed. And torch's CPU
+product whose partial products can leave the range of the type it is
+multiplied in (float64 for f64, float32 otherwise: its factors above 1 in
+magnitude overflow it together, or those below 1 underflow it) depends on
+the order of its multiplications, in torch too (its CPU's float32 product
+of n/2 times 1e30 and n/2 times 1e-30, which is 1, comes out inf, 1.0 or
+NaN by n): ours may be NaN there, where a partial product of 0 (a factor
+of 0, or a rounding) met one that overflowed. And torch's CPU
 nansum gave 0.0 over a broadcast of 16384 f16 elements, 766 of them +inf
 and 795 -inf, whose sum is NaN (as ours on both devices and torch's CUDA
 give): it appears to drop NaN partial sums as well as NaN elements, so
@@ -379,16 +381,6 @@ def beats_cpu_16bit_product(got, ref, output, i, dtype, rel):
     return math.isfinite(got) and (got == rounded or abs(got - r) <= rel * abs(r))
 
 
-def past_accumulator_range(ref, output, i, dtype):
-    """Whether the float64 reference `ref[output][i]` is past the range of
-    the type a product of `dtype` multiplies in: float64's for f64 (an
-    infinite reference), float32's for the others (a missing reference
-    decides nothing)."""
-    if ref is None or output >= len(ref) or i >= len(ref[output]):
-        return False
-    return abs(ref[output][i]) > (sys.float_info.max if dtype == "f64" else F32_MAX)
-
-
 def check(args):
     import torch
 
@@ -548,6 +540,27 @@ def check(args):
         neg = (reference((x == -math.inf).to(torch.float64), has) or [None])[0]
         return [p > 0 and q > 0 for p, q in zip(pos, neg)] if pos and neg else None
 
+    def partials_may_leave_range(x, c, out_name):
+        """Whether, for each output of a float product (flat), some order
+        of its multiplications can leave the range of the type it is
+        multiplied in (float64 for f64, float32 otherwise): the factors
+        above 1 in magnitude together overflow it, or those below 1
+        underflow it. Only there can partial products meet as 0 * inf, so
+        that the order decides between NaN and the rest."""
+        a = c["args"]
+        if a.get("dtype"):
+            x = x.to(tdt[a["dtype"]])
+        logs = torch.log2(x.detach().to("cpu", torch.float64).abs())
+        finite = torch.isfinite(logs)
+        zero = torch.zeros_like(logs)
+        summed = dict(c, op="sum", args={"dims": a.get("dims"), "keepdim": a.get("keepdim", False)})
+        up = (reference(torch.where(finite & (logs > 0), logs, zero), summed) or [None])[0]
+        down = (reference(torch.where(finite & (logs < 0), logs, zero), summed) or [None])[0]
+        if up is None or down is None:
+            return None
+        emax, emin = (1024, -1074) if out_name == "f64" else (128, -149)
+        return [u > emax or d < emin for u, d in zip(up, down)]
+
     def plain_mean_of(x, c):
         """torch.mean over the case's dims in float64, as a flat list."""
         a = c["args"]
@@ -588,7 +601,7 @@ def check(args):
         if len(outs) != len(expected):
             mismatches.append(f"{label}: {len(outs)} outputs, torch {len(expected)}")
             continue
-        ref = plain_mean = both_infinities = cast_infinities = None
+        ref = plain_mean = both_infinities = cast_infinities = leaves_range = None
         for k, (o, t) in enumerate(zip(outs, expected)):
             tname = name_of[t.dtype]
             # torch's CUDA aminmax over every dim with keepdim=True returns
@@ -633,16 +646,17 @@ def check(args):
                             if plain_mean is None:
                                 plain_mean = plain_mean_of(x, c) or []
                             ok = math.isnan(g) or (i < len(plain_mean) and g == plain_mean[i])
-                        if not ok and float_prod:
-                            # A product past the range of the type it is
-                            # multiplied in: partial products of ours (and
-                            # torch's, whose CPU gives such a product +-inf,
-                            # 0 or NaN by its length) can round to 0 in one
-                            # part and overflow in another, and 0 * inf is
-                            # NaN.
-                            if ref is None:
-                                ref = reference(x, c) or []
-                            ok = math.isnan(g) and past_accumulator_range(ref, k, i, tname)
+                        if not ok and float_prod and math.isnan(g):
+                            # A product whose partial products can leave the
+                            # range of the type it is multiplied in: in one
+                            # part of ours (and of torch's, whose CPU gives
+                            # such a product +-inf, 0 or NaN by its length)
+                            # a partial product can be 0, exactly or by
+                            # rounding, while another overflows, and 0 * inf
+                            # is NaN.
+                            if leaves_range is None:
+                                leaves_range = partials_may_leave_range(x, c, tname) or []
+                            ok = i < len(leaves_range) and leaves_range[i]
                             closer += ok
                         if not ok and cpu_16bit_prod:
                             # torch's CPU multiplies f16 and bf16 in their own
