@@ -381,6 +381,13 @@ def beats_cpu_16bit_product(got, ref, output, i, dtype, rel):
     return math.isfinite(got) and (got == rounded or abs(got - r) <= rel * abs(r))
 
 
+def over_same_dims(c, op):
+    """Case `c` with `op` in place of its own, over the same dims and
+    keepdim (and no other argument)."""
+    a = c["args"]
+    return dict(c, op=op, args={"dims": a.get("dims"), "keepdim": a.get("keepdim", False)})
+
+
 def check(args):
     import torch
 
@@ -534,8 +541,7 @@ def check(args):
 
     def both_infinities_of(x, c):
         """Whether each output's elements (flat) hold both +inf and -inf."""
-        a = c["args"]
-        has = dict(c, op="amax", args={"dims": a.get("dims"), "keepdim": a.get("keepdim", False)})
+        has = over_same_dims(c, "amax")
         pos = (reference((x == math.inf).to(torch.float64), has) or [None])[0]
         neg = (reference((x == -math.inf).to(torch.float64), has) or [None])[0]
         return [p > 0 and q > 0 for p, q in zip(pos, neg)] if pos and neg else None
@@ -553,7 +559,7 @@ def check(args):
         logs = torch.log2(x.detach().to("cpu", torch.float64).abs())
         finite = torch.isfinite(logs)
         zero = torch.zeros_like(logs)
-        summed = dict(c, op="sum", args={"dims": a.get("dims"), "keepdim": a.get("keepdim", False)})
+        summed = over_same_dims(c, "sum")
         up = (reference(torch.where(finite & (logs > 0), logs, zero), summed) or [None])[0]
         down = (reference(torch.where(finite & (logs < 0), logs, zero), summed) or [None])[0]
         if up is None or down is None:
@@ -563,8 +569,7 @@ def check(args):
 
     def plain_mean_of(x, c):
         """torch.mean over the case's dims in float64, as a flat list."""
-        a = c["args"]
-        mean = dict(c, op="mean", args={"dims": a.get("dims"), "keepdim": a.get("keepdim", False)})
+        mean = over_same_dims(c, "mean")
         return (reference(x, mean) or [None])[0]
 
     mismatches, messages, compared, closer = [], [], 0, 0
@@ -626,8 +631,8 @@ def check(args):
                 cpu_16bit_prod = dev == "cpu" and c["op"] == "prod" and tname in ("f16", "bf16")
                 float_prod = c["op"] == "prod" and tname in FLOATS
                 cpu_nansum = dev == "cpu" and c["op"] == "nansum"
-                cast_to_16bit = c["args"].get("dtype") in ("f16", "bf16")
-                cpu_16bit_cast_sum = (dev == "cpu" and c["op"] in ("sum", "mean") and cast_to_16bit
+                cpu_16bit_cast_sum = (dev == "cpu" and c["op"] in ("sum", "mean")
+                                      and c["args"].get("dtype") in ("f16", "bf16")
                                       and c["dtype"] in ("f32", "f64"))
                 welford_mean = c["op"] in ("var_mean", "std_mean") and k == 1
                 bad = []
