@@ -329,6 +329,31 @@ fn run_in_order<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     Ok(unsafe { (first.assume_init(), second.map(|s| s.assume_init())) })
 }
 
+/// The sum of `input` over the dims where `mask` is true, through the
+/// trees of elements `T` computed in `W`, as [`reduce`] runs it (its
+/// outputs flat): for the unit tests, which call this rather than the
+/// public sum, so that the library's test build compiles the trees only
+/// for what they test. Through the public sum, every op of every dtype
+/// was reachable, and that build took as long as the library's own.
+#[cfg(test)]
+pub(super) fn sum_for_tests<T: CpuElement, W: Compute + crate::Element>(
+    input: &Tensor,
+    mask: &[bool],
+) -> Tensor
+where
+    ops::SumOps: ReduceOps<W>,
+{
+    let sig = ReduceOp::Sum.signature(input.dtype(), None).unwrap();
+    assert_eq!(compute_type(&sig), W::DTYPE, "the signature's compute type");
+    let Storage::Cpu(storage) = &input.storage else {
+        panic!("a CPU tensor");
+    };
+    let iter = TensorIterator::reduce_op(input, mask, sig.output).unwrap();
+    let (out, _) = run::<T, W, _>(storage.as_slice::<T>(), &iter, &sig, &ops::SumOps).unwrap();
+    let n = out.len();
+    Tensor::from_storage(Storage::Cpu(Arc::new(out)), &[n], sig.output)
+}
+
 #[cfg(test)]
 mod tests {
     use super::Widened;

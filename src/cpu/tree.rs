@@ -1194,7 +1194,9 @@ mod tests {
         let (a, b, w) = (3, 5, 2 * TILE + 5);
         let v: Vec<f32> = (0..a * b * w).map(|i| (i % 13) as f32).collect();
         let x = crate::Tensor::from_vec(v.clone(), &[a, b, w]).unwrap();
-        let got = x.sum(&[1], false).unwrap().to_vec::<f32>().unwrap();
+        let got = super::super::sum_for_tests::<f32, f32>(&x, &[false, true, false])
+            .to_vec::<f32>()
+            .unwrap();
         let want: Vec<f32> = (0..a * w)
             .map(|o| (0..b).map(|k| v[(o / w) * b * w + k * w + o % w]).sum())
             .collect();
