@@ -1,7 +1,8 @@
 //! Compiles every `reduce_kernel` instantiation the entry points can ask
 //! for (every op's signatures) through NVRTC to PTX for compute_90, lowered
-//! with little optimisation, and the first signature of each op fully
-//! optimised down to machine code for sm_90 and sm_80, with no GPU needed.
+//! with little optimisation, and the first signature of each op down to
+//! machine code, fully optimised for sm_90 and with little optimisation for
+//! sm_80, with no GPU needed.
 //! (The GPU machine's test runs compile every module, optimised, to machine
 //! code for its own architecture first.)
 //!
@@ -42,6 +43,18 @@ fn private_cache_dir() -> std::path::PathBuf {
     .clone()
 }
 
+/// What a job of [`every_instantiation_compiles`] compiles a module to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Check {
+    /// Machine code as the GPU machine runs it ([`kernel::compile`]).
+    MachineCode,
+    /// Machine code lowered with little optimisation
+    /// ([`kernel::compile_unoptimized`]).
+    MachineCodeUnoptimized,
+    /// PTX lowered with little optimisation ([`kernel::compile_ptx`]).
+    Ptx,
+}
+
 #[test]
 #[ignore = "needs libnvrtc (scripts/install-nvrtc.sh)"]
 fn every_instantiation_compiles() {
@@ -52,15 +65,17 @@ fn every_instantiation_compiles() {
     // (NVRTC's front end, where template and type errors show, lowered
     // with little optimisation: optimised, the PTX of every signature took
     // about 700 s of CI's 2 cores); the first of each op fully optimised to
-    // machine code (ptxas too) for it and for sm_80, which catches code
-    // that needs Hopper. The GPU machine's test runs compile every module
-    // optimised.
-    let mut jobs: Vec<(Signature, (u32, u32), bool)> = Vec::new();
+    // machine code (ptxas too) for it, and lowered with little optimisation
+    // to machine code for sm_80, which catches code that needs Hopper (at
+    // full optimisation, sm_80's modules took a third of this test's 580 s
+    // on CI's 2 cores, to check the same thing). The GPU machine's test
+    // runs compile every module optimised.
+    let mut jobs: Vec<(Signature, (u32, u32), Check)> = Vec::new();
     for op in ReduceOp::ALL {
         let sigs = op.all_signatures();
-        jobs.push((sigs[0], (8, 0), true));
-        jobs.push((sigs[0], (9, 0), true));
-        jobs.extend(sigs.into_iter().map(|s| (s, (9, 0), false)));
+        jobs.push((sigs[0], (8, 0), Check::MachineCodeUnoptimized));
+        jobs.push((sigs[0], (9, 0), Check::MachineCode));
+        jobs.extend(sigs.into_iter().map(|s| (s, (9, 0), Check::Ptx)));
     }
     assert!(jobs.len() > DType::ALL.len() * DType::ALL.len());
     let next = AtomicUsize::new(0);
@@ -69,34 +84,41 @@ fn every_instantiation_compiles() {
         .map(|n| n.get())
         .unwrap_or(2)
         .min(8);
+    let cubin_names = |k: kernel::CompiledKernel, spec: &Signature| {
+        // A cubin is an ELF image.
+        assert_eq!(&k.cubin[..4], b"\x7fELF");
+        assert!(k.cubin.len() > 1000, "{}: tiny cubin", kernel::label(spec));
+        k.lowered_names
+    };
     std::thread::scope(|scope| {
         for _ in 0..threads {
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&(spec, arch, machine_code)) = jobs.get(i) else {
+                let Some(&(spec, arch, check)) = jobs.get(i) else {
                     break;
                 };
-                let compiled = if machine_code {
-                    kernel::compile(&spec, arch).map(|k| {
-                        // A cubin is an ELF image.
-                        assert_eq!(&k.cubin[..4], b"\x7fELF");
-                        assert!(k.cubin.len() > 1000, "{}: tiny cubin", kernel::label(&spec));
-                        k.lowered_names
-                    })
-                } else {
-                    kernel::compile_ptx(&spec, arch, kernel::PtxOptimization::FastCompile).map(
-                        |k| {
-                            // Every kernel is an entry of the PTX module.
-                            for name in &k.lowered_names {
-                                assert!(
-                                    k.ptx.contains(&format!(".entry {name}(")),
-                                    "{}: no entry {name} in the PTX",
-                                    kernel::label(&spec)
-                                );
-                            }
-                            k.lowered_names
-                        },
-                    )
+                let compiled = match check {
+                    Check::MachineCode => {
+                        kernel::compile(&spec, arch).map(|k| cubin_names(k, &spec))
+                    }
+                    Check::MachineCodeUnoptimized => {
+                        kernel::compile_unoptimized(&spec, arch).map(|k| cubin_names(k, &spec))
+                    }
+                    Check::Ptx => {
+                        kernel::compile_ptx(&spec, arch, kernel::PtxOptimization::FastCompile).map(
+                            |k| {
+                                // Every kernel is an entry of the PTX module.
+                                for name in &k.lowered_names {
+                                    assert!(
+                                        k.ptx.contains(&format!(".entry {name}(")),
+                                        "{}: no entry {name} in the PTX",
+                                        kernel::label(&spec)
+                                    );
+                                }
+                                k.lowered_names
+                            },
+                        )
+                    }
                 };
                 match compiled {
                     Ok(names) => {
@@ -105,7 +127,7 @@ fn every_instantiation_compiles() {
                     Err(e) => failures.lock().unwrap().push(format!(
                         "{} {}_{}{}: {e}",
                         kernel::label(&spec),
-                        if machine_code { "sm" } else { "compute" },
+                        if check == Check::Ptx { "compute" } else { "sm" },
                         arch.0,
                         arch.1
                     )),
@@ -121,7 +143,7 @@ fn every_instantiation_compiles() {
         jobs.len(),
         failures.join("\n\n")
     );
-    let machine_code = jobs.iter().filter(|j| j.2).count();
+    let machine_code = jobs.iter().filter(|j| j.2 != Check::Ptx).count();
     println!(
         "compiled {} modules ({} kernels), {machine_code} of them to machine code",
         jobs.len(),
