@@ -66,10 +66,11 @@ fn every_instantiation_compiles() {
     // with little optimisation: optimised, the PTX of every signature took
     // about 700 s of CI's 2 cores); the first of each op fully optimised to
     // machine code (ptxas too) for it, and lowered with little optimisation
-    // to machine code for sm_80, which catches code that needs Hopper (at
-    // full optimisation, sm_80's modules took a third of this test's 580 s
-    // on CI's 2 cores, to check the same thing). The GPU machine's test
-    // runs compile every module optimised.
+    // to machine code for sm_80, which catches code that needs Hopper
+    // (fully optimised, sm_80's modules took over a quarter of this test's
+    // time on a 2-core machine like CI's, 576 s against 416, to check the
+    // same thing). The GPU machine's test runs compile every module
+    // optimised.
     let mut jobs: Vec<(Signature, (u32, u32), Check)> = Vec::new();
     for op in ReduceOp::ALL {
         let sigs = op.all_signatures();
