@@ -219,8 +219,9 @@ mod tests {
     use crate::iter::TensorIterator;
     use crate::{f16, DType, Device, Tensor};
 
-    /// Channel statistics through the run-by-run walk (the public sum)
-    /// against each output's tree evaluated directly, bit for bit.
+    /// Channel statistics through the run-by-run walk (the sum as the public
+    /// one runs it) against each output's tree evaluated directly, bit for
+    /// bit.
     fn runs_give_the_trees_bits<T: CpuElement, W: Compute + crate::Element>(
         dtype: DType,
         widen_result: fn(W) -> f64,
