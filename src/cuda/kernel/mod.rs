@@ -202,7 +202,6 @@ pub fn compile_ptx(
     arch: (u32, u32),
     optimization: PtxOptimization,
 ) -> Result<CompiledPtx> {
-    validate(sig)?;
     let mut options = options_for(format!("compute_{}{}", arch.0, arch.1));
     if optimization == PtxOptimization::FastCompile {
         options.push(FAST_COMPILE.into());
@@ -211,13 +210,7 @@ pub fn compile_ptx(
         image,
         lowered_names,
         ..
-    } = nvrtc::compile(
-        &label(sig),
-        &source(),
-        &options,
-        &name_expressions(sig),
-        nvrtc::Image::Ptx,
-    )?;
+    } = compile_uncached(sig, &options, nvrtc::Image::Ptx)?;
     Ok(CompiledPtx {
         ptx: String::from_utf8_lossy(&image)
             .trim_end_matches('\0')
@@ -233,17 +226,9 @@ pub fn compile_ptx(
 /// cache. Spills cost bandwidth the way a kernel's paths share registers,
 /// and this shows them without a GPU.
 pub fn ptxas_info(sig: &Signature, arch: (u32, u32)) -> Result<Vec<(String, String)>> {
-    validate(sig)?;
     let mut options = options(arch);
     options.push("--ptxas-options=-v".into());
-    let exprs = name_expressions(sig);
-    let compiled = nvrtc::compile(
-        &label(sig),
-        &source(),
-        &options,
-        &exprs,
-        nvrtc::Image::Cubin,
-    )?;
+    let compiled = compile_uncached(sig, &options, nvrtc::Image::Cubin)?;
     // ptxas's lines for a kernel follow its "Compiling entry function
     // '<mangled name>'" line, up to the next such line.
     let mut by_name = std::collections::HashMap::<&str, String>::new();
@@ -267,7 +252,7 @@ pub fn ptxas_info(sig: &Signature, arch: (u32, u32)) -> Result<Vec<(String, Stri
             }
         }
     }
-    Ok(exprs
+    Ok(name_expressions(sig)
         .into_iter()
         .zip(&compiled.lowered_names)
         .map(|(expr, name)| (expr, by_name.remove(name.as_str()).unwrap_or_default()))
@@ -320,24 +305,32 @@ pub fn compile(sig: &Signature, arch: (u32, u32)) -> Result<CompiledKernel> {
 /// runs it on, which catches what that architecture lacks (the kernels'
 /// inline assembly is ptxas's to accept). The code is not what runs.
 pub fn compile_unoptimized(sig: &Signature, arch: (u32, u32)) -> Result<CompiledKernel> {
-    validate(sig)?;
     let mut options = options(arch);
     options.push(FAST_COMPILE.into());
     let Compiled {
         image,
         lowered_names,
         ..
-    } = nvrtc::compile(
-        &label(sig),
-        &source(),
-        &options,
-        &name_expressions(sig),
-        nvrtc::Image::Cubin,
-    )?;
+    } = compile_uncached(sig, &options, nvrtc::Image::Cubin)?;
     Ok(CompiledKernel {
         cubin: image,
         lowered_names,
     })
+}
+
+/// `sig`'s module compiled by NVRTC with `options`, bypassing the disk
+/// cache: what [`compile_ptx`], [`ptxas_info`] and [`compile_unoptimized`]
+/// share (the kernels they check or read are never loaded, so never
+/// cached).
+fn compile_uncached(sig: &Signature, options: &[String], image: nvrtc::Image) -> Result<Compiled> {
+    validate(sig)?;
+    nvrtc::compile(
+        &label(sig),
+        &source(),
+        options,
+        &name_expressions(sig),
+        image,
+    )
 }
 
 /// A compiled module: the cubin and the lowered name of each kernel of
