@@ -23,6 +23,7 @@ mod pool;
 mod prefetch;
 mod runs;
 mod simd;
+mod stream;
 mod team;
 mod tree;
 mod welford;

@@ -8,11 +8,13 @@
 //! f32 result), and it cost as much as the reduction itself. For the same
 //! reason the results start uninitialised ([`UninitStorage`]): each run of
 //! outputs is written once, by consuming it, and the trees hand back a
-//! [`Written`] count that proves every output was.
+//! [`Written`] count that proves every output was. Results larger than the
+//! caches are written with streaming stores ([`stream`]).
 
 use super::isa::dispatch;
 use super::ops::{Compute, Projected, ReduceOps};
 use super::simd::{f32_to_bf16, f32_to_f16};
+use super::stream;
 use super::tree::maybe_join;
 use crate::tensor::storage::UninitStorage;
 use crate::{with_dtype, DType, Element};
@@ -62,8 +64,70 @@ impl<'a> Column<'a> {
         }
     }
 
-    /// Projects `accs` and writes them as this run's elements.
-    fn write<W: Compute, R: ReduceOps<W>>(&mut self, op: &R, accs: &[R::Acc], second: bool) {
+    /// Projects `accs` and writes them as this run's elements: with
+    /// streaming stores where `streamed` ([`stream`]), through a stage of
+    /// at most [`STAGE`] of them whose ends, but for the run's own, fall on
+    /// cache-line boundaries ([`Column::lead`]).
+    fn write<W: Compute, R: ReduceOps<W>>(
+        &mut self,
+        op: &R,
+        accs: &[R::Acc],
+        second: bool,
+        streamed: bool,
+    ) {
+        if !streamed {
+            return self.write_in_place(op, accs, second);
+        }
+        let dtype = self.dtype;
+        let elem = dtype.size_in_bytes();
+        let mut stage = [MaybeUninit::<u64>::uninit(); STAGE];
+        let mut done = 0;
+        for m in staged_lengths(self.lead(), accs.len()) {
+            let (accs, bytes) = (&accs[done..done + m], m * elem);
+            // SAFETY: the stage is STAGE words, at least `bytes` bytes (no
+            // element is wider than a word), and any bytes may be uninit.
+            let staged = unsafe {
+                std::slice::from_raw_parts_mut(stage.as_mut_ptr().cast::<MaybeUninit<u8>>(), bytes)
+            };
+            Column {
+                bytes: staged,
+                dtype,
+            }
+            .write_in_place(op, accs, second);
+            // SAFETY: `write_in_place` wrote every element of the stage's
+            // first `bytes` bytes, each a value of `dtype`, whose bytes
+            // are all initialised (no dtype has padding).
+            let staged = unsafe { std::slice::from_raw_parts(stage.as_ptr().cast::<u8>(), bytes) };
+            stream::copy_streaming(&mut self.bytes[done * elem..][..bytes], staged);
+            done += m;
+        }
+    }
+
+    /// Elements from this run's start to the next cache-line boundary.
+    /// Streamed stages start there, so that a line is written by streaming
+    /// stores of one stage or by ordinary stores, never by both: a line
+    /// partly streamed and then stored to as usual is written to memory
+    /// twice, and in rows of 3 f32 (blocks starting 4 bytes past a
+    /// 16-byte boundary, so every stage did that) streaming ran at 0.86×
+    /// the ordinary stores on the 16-core host, against 1.23-1.52× for
+    /// rows of 1 and 2.
+    fn lead(&self) -> usize {
+        let line = stream::LINE;
+        let misaligned = self.bytes.as_ptr() as usize % line;
+        ((line - misaligned) % line / self.dtype.size_in_bytes()).min(self.len())
+    }
+
+    fn len(&self) -> usize {
+        self.bytes.len() / self.dtype.size_in_bytes()
+    }
+
+    /// [`Column::write`] with ordinary stores, straight into the run.
+    fn write_in_place<W: Compute, R: ReduceOps<W>>(
+        &mut self,
+        op: &R,
+        accs: &[R::Acc],
+        second: bool,
+    ) {
         let sixteen_bit = matches!(self.dtype, DType::F16 | DType::BF16);
         if sixteen_bit && TypeId::of::<R::Out>() == TypeId::of::<f32>() {
             // f32 values into f16 and bf16 go through a stage, to be
@@ -123,6 +187,9 @@ pub(super) struct Outputs<'a> {
     first: Column<'a>,
     second: Option<Column<'a>>,
     len: usize,
+    /// Whether the results are written with streaming stores ([`stream`]),
+    /// decided once for the whole call by their size.
+    streamed: bool,
 }
 
 impl<'a> Outputs<'a> {
@@ -133,13 +200,18 @@ impl<'a> Outputs<'a> {
             dtype: s.dtype(),
             bytes: s.as_mut_bytes(),
         };
+        let second = second.map(|s| {
+            assert_eq!(s.len(), len, "internal: both results hold every output");
+            column(s)
+        });
+        let first = column(first);
+        let result_bytes = first.bytes.len() + second.as_ref().map_or(0, |s| s.bytes.len());
+        let streamed = stream::streams(result_bytes, first.dtype.size_in_bytes());
         Outputs {
-            second: second.map(|s| {
-                assert_eq!(s.len(), len, "internal: both results hold every output");
-                column(s)
-            }),
-            first: column(first),
+            first,
+            second,
             len,
+            streamed,
         }
     }
 
@@ -159,11 +231,13 @@ impl<'a> Outputs<'a> {
                 first: f0,
                 second: s0,
                 len: mid,
+                streamed: self.streamed,
             },
             Outputs {
                 first: f1,
                 second: s1,
                 len: self.len - mid,
+                streamed: self.streamed,
             },
         )
     }
@@ -171,9 +245,9 @@ impl<'a> Outputs<'a> {
     /// Projects one accumulator per output into both results.
     pub(super) fn write<W: Compute, R: ReduceOps<W>>(mut self, op: &R, accs: &[R::Acc]) -> Written {
         assert_eq!(accs.len(), self.len, "internal: one accumulator per output");
-        self.first.write(op, accs, false);
+        self.first.write(op, accs, false, self.streamed);
         if let Some(s) = &mut self.second {
-            s.write(op, accs, true);
+            s.write(op, accs, true, self.streamed);
         }
         Written(self.len)
     }
@@ -187,10 +261,10 @@ impl<'a> Outputs<'a> {
         mut fill: impl FnMut(usize, &mut [R::Acc]),
     ) -> Written {
         let mut stage = [op.identity(); STAGE];
+        let lead = if self.streamed { self.first.lead() } else { 0 };
         let mut rest = self;
         let mut written = Written::default();
-        while rest.len() > 0 {
-            let m = rest.len().min(STAGE);
+        for m in staged_lengths(lead, rest.len()) {
             let (head, tail) = rest.split_at(m);
             fill(written.0, &mut stage[..m]);
             written = written + head.write(op, &stage[..m]);
@@ -199,6 +273,24 @@ impl<'a> Outputs<'a> {
         written
     }
 }
+
+/// The lengths of the stages `len` outputs are written in: `lead` first
+/// (if any), then [`STAGE`] at a time. Every stage but the last therefore
+/// ends on a cache line where the first ends on one: `STAGE` elements of
+/// any dtype are whole lines.
+fn staged_lengths(lead: usize, len: usize) -> impl Iterator<Item = usize> {
+    let lead = lead.min(len);
+    let rest = len - lead;
+    (lead > 0)
+        .then_some(lead)
+        .into_iter()
+        .chain((0..rest.div_ceil(STAGE)).map(move |k| STAGE.min(rest - k * STAGE)))
+}
+
+const _: () = assert!(
+    STAGE % stream::LINE == 0,
+    "a stage of any dtype is whole cache lines"
+);
 
 /// Calls `f(k, block)` for consecutive blocks of `block` outputs (the last
 /// may be shorter), `k` being the block's first output counted from the
@@ -223,11 +315,17 @@ pub(super) fn par_blocks<'a>(
     ) -> Written {
         let blocks = out.len().div_ceil(block);
         if blocks <= 1 {
-            return if out.len() > 0 {
-                f(start, out)
-            } else {
-                Written::default()
-            };
+            if out.len() == 0 {
+                return Written::default();
+            }
+            let streamed = out.streamed;
+            let written = f(start, out);
+            if streamed {
+                // The block's streaming stores, visible before another
+                // thread (the caller's, after the join) reads them.
+                stream::fence();
+            }
+            return written;
         }
         let mid = blocks / 2 * block;
         let per_output = inputs_per_output.max(1);
@@ -270,5 +368,57 @@ mod tests {
             let want: Vec<f32> = (0..n).map(|i| (i % 2048) as f32).collect();
             assert_eq!(got, want, "{n} outputs in blocks of {block}");
         }
+    }
+
+    #[test]
+    fn streamed_outputs_hold_every_value() {
+        // Blocks starting off a cache line (333 outputs), written whole
+        // (`write`) and a stage at a time (`fill_staged`), in dtypes of 2,
+        // 4 and 8 bytes; the values are exact in all three.
+        let value = |i: usize| (i % 2048) as f32;
+        for dtype in [DType::F16, DType::F32, DType::F64] {
+            for staged in [false, true] {
+                let n = 5000;
+                let mut result = UninitStorage::new(dtype, n).unwrap();
+                let mut out = Outputs::new(&mut result, None);
+                out.streamed = true;
+                let written = par_blocks(out, 333, 1 << 10, &|k, out| {
+                    if staged {
+                        out.fill_staged(&SumOps, |j, accs: &mut [f32]| {
+                            for (i, a) in accs.iter_mut().enumerate() {
+                                *a = value(k + j + i);
+                            }
+                        })
+                    } else {
+                        let accs: Vec<f32> = (k..k + out.len()).map(value).collect();
+                        out.write(&SumOps, &accs)
+                    }
+                });
+                assert_eq!(written.count(), n);
+                // SAFETY: `written` counts every output.
+                let result = unsafe { result.assume_init() };
+                let got: Vec<f32> = match dtype {
+                    DType::F16 => result
+                        .as_slice::<crate::f16>()
+                        .iter()
+                        .map(|h| h.to_f32())
+                        .collect(),
+                    DType::F32 => result.as_slice::<f32>().to_vec(),
+                    _ => result.as_slice::<f64>().iter().map(|&x| x as f32).collect(),
+                };
+                let want: Vec<f32> = (0..n).map(value).collect();
+                assert_eq!(got, want, "{dtype:?}, staged: {staged}");
+            }
+        }
+    }
+
+    #[test]
+    fn stages_after_the_lead_are_whole() {
+        let lengths = |lead, len| staged_lengths(lead, len).collect::<Vec<_>>();
+        assert_eq!(lengths(0, 0), Vec::<usize>::new());
+        assert_eq!(lengths(5, 3), vec![3]);
+        assert_eq!(lengths(0, 600), vec![STAGE, STAGE, 600 - 2 * STAGE]);
+        assert_eq!(lengths(7, 7 + STAGE), vec![7, STAGE]);
+        assert_eq!(lengths(7, 8 + STAGE), vec![7, STAGE, 1]);
     }
 }
