@@ -451,6 +451,42 @@ fn sixteen_bit_results_round_to_nearest_even(device: Device) {
     );
 }
 
+/// Results of 32 MiB and more, which the CPU writes with streaming stores
+/// in stages that start on cache lines: rows of 1, 2 and 3 (rows of 3 put
+/// the parallel blocks' starts off a line) and columns of 2, in f32, f64
+/// and i64, against the rows' sums taken here (small integers, exact in
+/// every dtype).
+fn results_larger_than_the_caches(device: Device) {
+    // An f32 result just over 32 MiB; the wider ones twice or more that.
+    let outputs = (32 << 20) / 4 + 5;
+    for dtype in [DType::F32, DType::F64, DType::I64] {
+        for (width, dim) in [(1, 1), (2, 1), (3, 1), (2, 0)] {
+            // (output, reduced) strides of the contiguous input.
+            let (shape, strides) = if dim == 1 {
+                ([outputs, width], (width, 1))
+            } else {
+                ([width, outputs], (1, outputs))
+            };
+            let values: Vec<f64> = (0..outputs * width)
+                .map(|i| (i % 1001) as f64 - 500.0)
+                .collect();
+            let x = on(device, common::tensor_of(dtype, &values, &shape));
+            let s = x.sum(&[dim], false).unwrap();
+            let want: Vec<f64> = (0..outputs)
+                .map(|o| {
+                    (0..width)
+                        .map(|k| values[o * strides.0 + k * strides.1])
+                        .sum()
+                })
+                .collect();
+            assert!(
+                common::to_f64(&s) == want,
+                "{dtype} {shape:?} over dim {dim}"
+            );
+        }
+    }
+}
+
 backend_tests! {
     zero_d_tensors => zero_d;
     empty_dims => empty_dims_sum_to_zero;
@@ -464,6 +500,7 @@ backend_tests! {
     integer_carry_and_wrap => integer_sums_carry_and_wrap;
     bytes_at_their_largest => byte_sums_at_their_largest;
     sixteen_bit_rounding => sixteen_bit_results_round_to_nearest_even;
+    large_results => results_larger_than_the_caches;
 }
 
 #[test]
