@@ -142,6 +142,10 @@ pub struct CpuPlan {
     pub parallel_grain: usize,
     /// The loop shape.
     pub strategy: CpuStrategy,
+    /// Whether the results are written with streaming stores, which skip
+    /// reading each cache line before it is written (results of 32 MiB
+    /// or more, of 4- or 8-byte elements, on x86-64).
+    pub streamed_results: bool,
 }
 
 impl CpuPlan {
@@ -237,6 +241,11 @@ impl CpuPlan {
             leaf: LEAF,
             parallel_grain: PARALLEL_GRAIN,
             strategy,
+            streamed_results: super::stream::streams(
+                num_outputs,
+                signature.output,
+                signature.second_output(),
+            ),
         }
     }
 }
@@ -349,7 +358,14 @@ impl fmt::Display for CpuPlan {
                     }
                 )
             }
+        }?;
+        if self.streamed_results {
+            writeln!(
+                f,
+                "  results written with streaming stores: no read of each cache line before its write"
+            )?;
         }
+        Ok(())
     }
 }
 
@@ -381,6 +397,33 @@ impl Tensor {
 mod tests {
     use super::*;
     use crate::{DType, Device, Error, Tensor};
+
+    #[test]
+    fn large_results_of_wide_elements_are_streamed() {
+        // Expanded (stride 0): a 64 MiB f32 result, without the memory.
+        let wide = |dtype| {
+            Tensor::zeros(&[1, 2], dtype, Device::Cpu)
+                .unwrap()
+                .expand(&[1 << 24, 2])
+                .unwrap()
+        };
+        let on = cfg!(target_arch = "x86_64")
+            && std::env::var("TENSOR_REDUCE_CPU_STREAM").as_deref() != Ok("off");
+        let rows = wide(DType::F32)
+            .explain_cpu(ReduceOp::Sum, &[1], false)
+            .unwrap();
+        assert_eq!(rows.streamed_results, on);
+        assert_eq!(rows.to_string().contains("streaming stores"), on);
+        // A 32 MiB f16 result, and a result of two outputs.
+        let f16 = wide(DType::F16)
+            .explain_cpu(ReduceOp::Sum, &[1], false)
+            .unwrap();
+        assert!(!f16.streamed_results);
+        let columns = wide(DType::F32)
+            .explain_cpu(ReduceOp::Sum, &[0], false)
+            .unwrap();
+        assert!(!columns.streamed_results);
+    }
 
     fn plan(shape: &[usize], dims: &[isize], transpose: bool) -> CpuPlan {
         let mut x = Tensor::zeros(shape, DType::F32, Device::Cpu).unwrap();

@@ -205,8 +205,7 @@ impl<'a> Outputs<'a> {
             column(s)
         });
         let first = column(first);
-        let result_bytes = first.bytes.len() + second.as_ref().map_or(0, |s| s.bytes.len());
-        let streamed = stream::streams(result_bytes, first.dtype.size_in_bytes());
+        let streamed = stream::streams(len, first.dtype, second.as_ref().map(|s| s.dtype));
         Outputs {
             first,
             second,

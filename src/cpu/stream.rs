@@ -36,6 +36,7 @@
 //! (`outputs::par_blocks` calls it at the end of every block that
 //! streamed). Other targets than x86-64 store as usual.
 
+use crate::DType;
 use std::mem::MaybeUninit;
 
 /// Result bytes (both results of a call together) from which the results
@@ -46,15 +47,17 @@ const STREAMED_RESULT_BYTES: usize = 32 << 20;
 /// whole when its stores fill it.
 pub(super) const LINE: usize = 64;
 
-/// Whether a call whose results take `result_bytes`, the first of
-/// `elem_bytes` an element, writes them with streaming stores;
+/// Whether a call of `outputs` outputs, its results of dtypes `first`
+/// and `second`, writes them with streaming stores (the one rule, for the
+/// trees and for the plan `explain_cpu` prints);
 /// `TENSOR_REDUCE_CPU_STREAM=off` in the environment switches them off for
 /// the process (so that one build can be timed both ways, as
 /// `TENSOR_REDUCE_CPU_PREFETCH` does for the prefetch).
-pub(super) fn streams(result_bytes: usize, elem_bytes: usize) -> bool {
+pub(super) fn streams(outputs: usize, first: DType, second: Option<DType>) -> bool {
+    let elem_bytes = first.size_in_bytes() + second.map_or(0, DType::size_in_bytes);
     cfg!(target_arch = "x86_64")
-        && result_bytes >= STREAMED_RESULT_BYTES
-        && elem_bytes >= 4
+        && outputs.saturating_mul(elem_bytes) >= STREAMED_RESULT_BYTES
+        && first.size_in_bytes() >= 4
         && !switched_off()
 }
 
@@ -144,14 +147,16 @@ mod tests {
 
     #[test]
     fn only_large_results_of_wide_elements_stream() {
-        assert!(!streams(0, 4));
-        assert!(!streams(STREAMED_RESULT_BYTES - 1, 8));
-        assert!(!streams(STREAMED_RESULT_BYTES, 2));
-        for elem in [4, 8] {
-            assert_eq!(
-                streams(STREAMED_RESULT_BYTES, elem),
-                cfg!(target_arch = "x86_64") && !switched_off()
-            );
-        }
+        let f32s = STREAMED_RESULT_BYTES / 4;
+        assert!(!streams(0, DType::F32, None));
+        assert!(!streams(f32s - 1, DType::F32, None));
+        assert!(!streams(2 * f32s, DType::F16, None));
+        let on = cfg!(target_arch = "x86_64") && !switched_off();
+        assert_eq!(streams(f32s, DType::F32, None), on);
+        assert_eq!(streams(f32s / 2, DType::F64, None), on);
+        // Both results count: f32 values and their i64 indices.
+        let pairs = STREAMED_RESULT_BYTES.div_ceil(4 + 8);
+        assert_eq!(streams(pairs, DType::F32, Some(DType::I64)), on);
+        assert!(!streams(pairs - 1, DType::F32, Some(DType::I64)));
     }
 }
