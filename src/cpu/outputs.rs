@@ -104,13 +104,13 @@ impl<'a> Column<'a> {
     }
 
     /// Elements from this run's start to the next cache-line boundary.
-    /// Streamed stages start there, so that a line is written by streaming
-    /// stores of one stage or by ordinary stores, never by both: a line
-    /// partly streamed and then stored to as usual is written to memory
-    /// twice, and in rows of 3 f32 (blocks starting 4 bytes past a
-    /// 16-byte boundary, so every stage did that) streaming ran at 0.86×
-    /// the ordinary stores on the 16-core host, against 1.23-1.52× for
-    /// rows of 1 and 2.
+    /// Streamed stages start there, so that inside a run a line is written
+    /// by the streaming stores of one stage, not partly by those and partly
+    /// by ordinary stores (which sends it to memory in pieces). In rows of
+    /// 3 f32, whose blocks start 4 bytes past a 16-byte boundary, every
+    /// stage did that before stages started on lines, and streaming ran at
+    /// 0.86× the ordinary stores on the 16-core host, against 1.23-1.52×
+    /// for rows of 1 and 2.
     fn lead(&self) -> usize {
         let line = stream::LINE;
         let misaligned = self.bytes.as_ptr() as usize % line;
