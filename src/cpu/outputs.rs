@@ -103,7 +103,8 @@ impl<'a> Column<'a> {
         }
     }
 
-    /// Elements from this run's start to the next cache-line boundary.
+    /// Elements from this run's start to the next cache-line boundary
+    /// (possibly past the run's end: [`staged_lengths`] caps it).
     /// Streamed stages start there, so that inside a run a line is written
     /// by the streaming stores of one stage, not partly by those and partly
     /// by ordinary stores (which sends it to memory in pieces). In rows of
@@ -114,11 +115,7 @@ impl<'a> Column<'a> {
     fn lead(&self) -> usize {
         let line = stream::LINE;
         let misaligned = self.bytes.as_ptr() as usize % line;
-        ((line - misaligned) % line / self.dtype.size_in_bytes()).min(self.len())
-    }
-
-    fn len(&self) -> usize {
-        self.bytes.len() / self.dtype.size_in_bytes()
+        (line - misaligned) % line / self.dtype.size_in_bytes()
     }
 
     /// [`Column::write`] with ordinary stores, straight into the run.

@@ -148,8 +148,9 @@ fn switched_off() -> bool {
     })
 }
 
-/// Whether the variable's value (`None`: unset) switches prefetch off.
-fn switched_off_by(value: Option<&str>) -> bool {
+/// Whether the variable's value (`None`: unset) switches prefetch off
+/// (and, the same way, `stream`'s streaming stores).
+pub(super) fn switched_off_by(value: Option<&str>) -> bool {
     value == Some("off")
 }
 

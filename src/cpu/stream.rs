@@ -28,8 +28,9 @@
 //! it next finds it in memory rather than in the last-level cache. Results
 //! of at least [`STREAMED_RESULT_BYTES`] are streamed: the 2-core guest's
 //! 32 MiB of L3 could not have kept one; the Xeon host's 105 MiB could
-//! keep part of one, a trade not measured. A streaming store never changes a value, only
-//! where it lands first, so results are the same bits either way.
+//! keep part of one, a trade not measured. A streaming store never changes
+//! a value, only where it lands first, so results are the same bits either
+//! way.
 //!
 //! Streaming stores are weakly ordered: [`fence`] makes a block's stores
 //! visible before the block is handed back to another thread
@@ -61,10 +62,13 @@ pub(super) fn streams(outputs: usize, first: DType, second: Option<DType>) -> bo
         && !switched_off()
 }
 
-/// Whether the environment switches streaming off, read once.
+/// Whether the environment switches streaming off, read once (the value
+/// that does is the prefetch switch's).
 fn switched_off() -> bool {
     static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *OFF.get_or_init(|| std::env::var("TENSOR_REDUCE_CPU_STREAM").is_ok_and(|v| v == "off"))
+    *OFF.get_or_init(|| {
+        super::prefetch::switched_off_by(std::env::var("TENSOR_REDUCE_CPU_STREAM").ok().as_deref())
+    })
 }
 
 /// Copies `src` into `dst` (of the same length), the 16-byte-aligned part
