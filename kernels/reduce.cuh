@@ -128,12 +128,15 @@ struct ReduceArgs {
 };
 
 // The ShortRows strategy's launch shape, each the host's constant of the
-// same meaning (SHORT_ROWS_MAX_ROWS_PER_THREAD, SHORT_ROWS_THREADS,
+// same meaning (SHORT_ROWS_MAX_ROWS_PER_THREAD,
+// SHORT_ROWS_LOOKED_UP_MAX_ROWS_PER_THREAD, SHORT_ROWS_THREADS,
 // SHORT_ROWS_MIN_BLOCKS_PER_SM, SHORT_ROWS_STAGE_ALIGN), checked equal
-// below: the most rows one thread takes (its loads in flight), the most
+// below: the most rows one thread takes (its loads in flight), the same for
+// rows looked up one by one (short_rows_kernel<one_dim=false>), the most
 // threads per block, the blocks per SM its register budget is set for, and
 // the bytes of one copy of staged rows (and their spans' alignment).
 constexpr int kMaxRowsPerThread = 8;
+constexpr int kMaxLookedUpRowsPerThread = 4;
 constexpr int kShortRowsThreads = 64;
 constexpr int kShortRowsMinBlocksPerSm = 16;
 constexpr int kShortRowsStageAlign = 16;
@@ -416,20 +419,30 @@ struct ReduceOp {
   // before the paths split and stored after they join, once. Where the
   // kept dims coalesced into one (`one_dim`, the common case, a kernel of
   // its own) a row's offsets are its index times a stride; otherwise each
-  // row is looked up once through the OffsetCalculator. Each lookup
+  // row is looked up through the OffsetCalculator, once for its input and
+  // once more for its output when it is stored. Each lookup
   // inlines a walk over every possible dim: with a lookup in every path's
   // loads and stores they were most of a module's NVRTC time. The one store
   // is also faster: on an H200, vector rows of 4-256 elements ran 1.1-1.3x
   // faster than with a store in each path.
 
   // A thread's ShortRows rows, one CTA pass (`step_output`) apart from
-  // `first_row`: which exist, and each one's [output, input] byte offsets.
+  // `first_row`: which exist, and each one's input byte offset. Looked-up
+  // rows are at most kMaxLookedUpRowsPerThread, hold only their input
+  // offsets while the loads are in flight, and look their outputs up again
+  // to store them. Holding both offsets of eight rows, ptxas (sm_90, 64
+  // registers) spilled 1000-1020 bytes a thread of f64 and i64 sums;
+  // holding the input offsets of eight, 168; of four, none. On an H200 the
+  // looked-up rows of 16 and 64 of f64 and i64 then read at 60-62% of the
+  // read ceiling instead of 38-41%, f32 and f16 ones at 61-70% instead of
+  // 54-70% (docs/PERFORMANCE.md).
   template <bool one_dim>
   struct ShortRowsSlice {
+    static constexpr int kRows = one_dim ? kMaxRowsPerThread : kMaxLookedUpRowsPerThread;
     index_t first_row;
     uint32_t lane;  // of the row's lanes_per_row
-    bool live[kMaxRowsPerThread];
-    Array<index_t, 2> looked_up[one_dim ? 1 : kMaxRowsPerThread];
+    bool live[kRows];
+    index_t input_offset[one_dim ? 1 : kRows];
 
     __device__ __forceinline__ index_t row(const ReduceConfig& config, int r) const {
       return first_row + r * config.step_output;
@@ -437,8 +450,10 @@ struct ReduceOp {
     __device__ __forceinline__ index_t offset(const ReduceArgs<index_t>& args, int r, int operand) const {
       if constexpr (one_dim) {
         return row(args.config, r) * args.output_calc.strides_[0][operand];
+      } else if (operand == 1) {
+        return input_offset[r];
       } else {
-        return looked_up[r][operand];
+        return args.output_calc.get(row(args.config, r))[0];
       }
     }
     // The address of row r's first input (a byte address, as args.src).
@@ -447,27 +462,18 @@ struct ReduceOp {
     }
     // live[slot] and offset(.., slot, 0) for a slot known only at run time
     // (it depends on the lane): a select over the unrolled slots keeps the
-    // arrays in registers, where indexing them would move them to local
-    // memory.
+    // array in registers, where indexing it would move it to local memory;
+    // the output offset is found from the slot's row, not held.
     __device__ __forceinline__ bool live_at(uint32_t slot) const {
       bool is_live = false;
 #pragma unroll
-      for (int r = 0; r < kMaxRowsPerThread; r++) {
+      for (int r = 0; r < kRows; r++) {
         is_live = slot == (uint32_t)r ? live[r] : is_live;
       }
       return is_live;
     }
     __device__ __forceinline__ index_t output_offset_at(const ReduceArgs<index_t>& args, uint32_t slot) const {
-      if constexpr (one_dim) {
-        return offset(args, (int)slot, 0);
-      } else {
-        index_t found = 0;
-#pragma unroll
-        for (int r = 0; r < kMaxRowsPerThread; r++) {
-          found = slot == (uint32_t)r ? looked_up[r][0] : found;
-        }
-        return found;
-      }
+      return offset(args, (int)slot, 0);
     }
   };
 
@@ -487,16 +493,17 @@ struct ReduceOp {
     const uint32_t rows_per_warp = warpSize / config.lanes_per_row;
     const uint32_t group = threadIdx.x / config.lanes_per_row;
     ShortRowsSlice<one_dim> rows;
+    constexpr int R = ShortRowsSlice<one_dim>::kRows;
     rows.lane = threadIdx.x - group * config.lanes_per_row;
     rows.first_row =
         blockIdx.x * config.step_output * config.rows_per_thread + threadIdx.y * rows_per_warp + group;
-    arg_t value[kMaxRowsPerThread];
+    arg_t value[R];
 #pragma unroll
-    for (int r = 0; r < kMaxRowsPerThread; r++) {
+    for (int r = 0; r < R; r++) {
       rows.live[r] = r < (int)config.rows_per_thread && group < rows_per_warp && rows.row(config, r) < config.num_outputs;
       value[r] = ident();
       if constexpr (!one_dim) {
-        rows.looked_up[r] = rows.live[r] ? args.output_calc.get(rows.row(config, r)) : Array<index_t, 2>{};
+        rows.input_offset[r] = rows.live[r] ? args.output_calc.get(rows.row(config, r))[1] : 0;
       }
     }
     // Each path leaves every row's result in its first lane, or spreads the
@@ -533,7 +540,7 @@ struct ReduceOp {
     }
     if (spread.count != 0) {
 #pragma unroll
-      for (int j = 0; j < kMaxRowsPerThread; j++) {
+      for (int j = 0; j < R; j++) {
         const uint32_t slot = spread.first + j;
         if (j < (int)spread.count && rows.live_at(slot)) {
           store_row(rows.output_offset_at(args, slot), value[j]);
@@ -541,7 +548,7 @@ struct ReduceOp {
       }
     } else if (rows.lane == 0) {
 #pragma unroll
-      for (int r = 0; r < kMaxRowsPerThread; r++) {
+      for (int r = 0; r < R; r++) {
         if (rows.live[r]) {
           store_row(rows.offset(args, r, 0), value[r]);
         }
@@ -561,8 +568,8 @@ struct ReduceOp {
     store_output<1>(result, acc, out, out_elem);
   }
 
-  template <int W, typename Rows>
-  __device__ __forceinline__ void short_rows(const Rows& rows, arg_t (&value)[kMaxRowsPerThread]) const {
+  template <int W, typename Rows, int R>
+  __device__ __forceinline__ void short_rows(const Rows& rows, arg_t (&value)[R]) const {
     // Only widths a 16-byte load holds and the planner can pick (it never
     // exceeds the op's input_vec_size).
     if constexpr (W <= input_vec_size && W * sizeof(scalar_t) <= 16) {
@@ -578,15 +585,15 @@ struct ReduceOp {
       const uint32_t vectors = config.num_inputs / (lanes * W);
       for (uint32_t k = 0; k < vectors; k++) {
         const uint32_t vector = k * lanes + rows.lane;
-        load_t values[kMaxRowsPerThread];
+        load_t values[R];
 #pragma unroll
-        for (int r = 0; r < kMaxRowsPerThread; r++) {
+        for (int r = 0; r < R; r++) {
           if (rows.live[r]) {
             values[r] = reinterpret_cast<const load_t*>(rows.input_address(args, r))[vector];
           }
         }
 #pragma unroll
-        for (int r = 0; r < kMaxRowsPerThread; r++) {
+        for (int r = 0; r < R; r++) {
           if (rows.live[r]) {
             value[r] = reduce_vector(op, value[r], values[r], (int64_t)(vector * W));
           }
@@ -795,8 +802,8 @@ struct ReduceOp {
   // H200). A thread with a row whose last vector would run past the
   // input's allocation (a row that ends in its last 16 bytes) reads its
   // rows input by input instead, by the same lanes.
-  template <typename Rows>
-  __device__ __forceinline__ void short_rows_ragged(const Rows& rows, arg_t (&value)[kMaxRowsPerThread]) const {
+  template <typename Rows, int R>
+  __device__ __forceinline__ void short_rows_ragged(const Rows& rows, arg_t (&value)[R]) const {
     constexpr int W = kWidestRowVector;
     if constexpr (W > 1) {
       const ReduceConfig& config = this->config();
@@ -814,16 +821,16 @@ struct ReduceOp {
       const uint64_t row_bytes = (uint64_t)row_len * sizeof(scalar_t);
       bool in_bounds = true;
 #pragma unroll
-      for (int r = 0; r < kMaxRowsPerThread; r++) {
+      for (int r = 0; r < R; r++) {
         const uint64_t end = rows.input_address(args, r) + row_bytes;
         in_bounds = in_bounds && (!rows.live[r] || ((end + kLoadBytes - 1) & ~(kLoadBytes - 1)) <= args.src_end);
       }
       if (in_bounds) {
         for (uint32_t k = 0; k < vectors; k++) {
           const uint32_t vector = k * lanes + rows.lane;
-          load_t values[kMaxRowsPerThread];
+          load_t values[R];
 #pragma unroll
-          for (int r = 0; r < kMaxRowsPerThread; r++) {
+          for (int r = 0; r < R; r++) {
             const uint32_t head = row_head(rows, r);
             if (rows.live[r] && vector * W < head + row_len) {
               const uint64_t start = rows.input_address(args, r) - head * sizeof(scalar_t);
@@ -831,7 +838,7 @@ struct ReduceOp {
             }
           }
 #pragma unroll
-          for (int r = 0; r < kMaxRowsPerThread; r++) {
+          for (int r = 0; r < R; r++) {
             const uint32_t head = row_head(rows, r);
             if (rows.live[r]) {
 #pragma unroll
@@ -847,7 +854,7 @@ struct ReduceOp {
         }
       } else {
 #pragma unroll
-        for (int r = 0; r < kMaxRowsPerThread; r++) {
+        for (int r = 0; r < R; r++) {
           if (rows.live[r]) {
             const scalar_t* row = reinterpret_cast<const scalar_t*>(rows.input_address(args, r));
             for (uint32_t input = rows.lane; input < row_len; input += lanes) {
@@ -863,11 +870,11 @@ struct ReduceOp {
   // lanes (spread_rows) when a thread holds a full set of rows, else down
   // a tree into the row's first lane (the returned StoredRows is empty).
   // hide_lane_test: see fold_row_lanes.
-  template <bool hide_lane_test = false>
-  __device__ __forceinline__ StoredRows combine_row_lanes(uint32_t lane, arg_t (&value)[kMaxRowsPerThread]) const {
+  template <bool hide_lane_test = false, int R>
+  __device__ __forceinline__ StoredRows combine_row_lanes(uint32_t lane, arg_t (&value)[R]) const {
     const ReduceConfig& config = this->config();
     const uint32_t lanes = config.lanes_per_row;
-    if (lanes > 1 && config.rows_per_thread == kMaxRowsPerThread) {
+    if (lanes > 1 && config.rows_per_thread == R) {
       return spread_rows<hide_lane_test>(lane, lanes, value);
     }
     fold_row_lanes<hide_lane_test>(lane, lanes, 1, value);
@@ -891,15 +898,15 @@ struct ReduceOp {
   // allocation, costing f64 rows of 16 9% (docs/performance-history.md), so only
   // that instantiation hides it. The two forms are spelled apart so that
   // every other kernel keeps its machine code exactly.
-  template <bool hide_lane_test>
+  template <bool hide_lane_test, int R>
   __device__ __forceinline__ void fold_row_lanes(uint32_t lane, uint32_t lanes, uint32_t first,
-                                                 arg_t (&value)[kMaxRowsPerThread]) const {
+                                                 arg_t (&value)[R]) const {
     const ops_t op = ops();
     for (uint32_t offset = first; offset < lanes; offset <<= 1) {
       if constexpr (hide_lane_test) {
         uint32_t take = lane + offset < lanes;
 #pragma unroll
-        for (int r = 0; r < kMaxRowsPerThread; r++) {
+        for (int r = 0; r < R; r++) {
           asm volatile("" : "+r"(take));
           const arg_t mine = value[r];
           const arg_t other = op.warp_shfl_down(mine, offset);
@@ -909,7 +916,7 @@ struct ReduceOp {
         }
       } else {
 #pragma unroll
-        for (int r = 0; r < kMaxRowsPerThread; r++) {
+        for (int r = 0; r < R; r++) {
           arg_t other = op.warp_shfl_down(value[r], offset);
           if (lane + offset < lanes) {
             value[r] = op.combine(value[r], other);
@@ -921,7 +928,7 @@ struct ReduceOp {
 
   // The lanes of a row group combine a full set of rows (every slot of
   // `value`) so that each of its first `width` lanes (a power of two, at
-  // most kMaxRowsPerThread) ends with whole rows of its own, and stores
+  // most R) ends with whole rows of its own, and stores
   // them: a reduce-scatter. The other lanes first fold into those down a
   // tree; then each step halves the slots a lane holds: lanes whose `bit`
   // is set keep the upper half and send the lower one to their partner
@@ -932,25 +939,23 @@ struct ReduceOp {
   // tree (ncu: 69% of issue slots busy at 64% of DRAM bandwidth), and ran
   // 1-5% faster spread on an H100 (f64 the most). The order of every combine is fixed by
   // the lane and slot numbers, so results stay bitwise reproducible.
-  template <bool hide_lane_test>
+  template <bool hide_lane_test, int R>
   __device__ __forceinline__ StoredRows spread_rows(uint32_t lane, uint32_t lanes,
-                                                    arg_t (&value)[kMaxRowsPerThread]) const {
+                                                    arg_t (&value)[R]) const {
     // The lanes that end with rows: the most, as a power of two, of at most
-    // kMaxRowsPerThread. Lane l + k * width folds into lane l down a tree,
+    // R (a power of two). Lane l + k * width folds into lane l down a tree,
     // which takes any lanes_per_row.
     uint32_t width = 1;
-    while (width * 2 <= lanes && width * 2 <= (uint32_t)kMaxRowsPerThread) {
+    while (width * 2 <= lanes && width * 2 <= (uint32_t)R) {
       width *= 2;
     }
     fold_row_lanes<hide_lane_test>(lane, lanes, width, value);
     // A row group starts at any lane of the warp (lanes_per_row need not
     // divide it), so partners are named by their lane in the warp.
     const uint32_t group_start = warp_lane() - lane;
-    static_assert(kMaxRowsPerThread == 8, "spread_rows halves 8 slots in three steps");
-    exchange_half<4>(lane, width >> 1, group_start, value);
-    exchange_half<2>(lane, width >> 2, group_start, value);
-    exchange_half<1>(lane, width >> 3, group_start, value);
-    const uint32_t slots = kMaxRowsPerThread / width;
+    static_assert(R > 1 && (R & (R - 1)) == 0, "spread_rows halves the slots down to one");
+    exchange_halves<R / 2>(lane, width >> 1, group_start, value);
+    const uint32_t slots = R / width;
     return lane < width ? StoredRows{lane * slots, slots} : StoredRows{0, 0};
   }
 
@@ -959,13 +964,24 @@ struct ReduceOp {
     return (threadIdx.x + threadIdx.y * blockDim.x) % warpSize;
   }
 
+  // spread_rows' steps, from `half` slots a side down to one, each on the
+  // next lower bit of the lane.
+  template <int half, int R>
+  __device__ __forceinline__ void exchange_halves(uint32_t lane, uint32_t bit, uint32_t group_start,
+                                                  arg_t (&value)[R]) const {
+    exchange_half<half>(lane, bit, group_start, value);
+    if constexpr (half > 1) {
+      exchange_halves<half / 2>(lane, bit >> 1, group_start, value);
+    }
+  }
+
   // One step of spread_rows: slots [0, 2 * half) become [0, half), the lower
   // or the upper half combined with the partner's (lane ^ bit of the same
   // row group), by lane `bit` (none: nothing to do). The halves are
   // template constants so that `value` stays in registers.
-  template <int half>
+  template <int half, int R>
   __device__ __forceinline__ void exchange_half(uint32_t lane, uint32_t bit, uint32_t group_start,
-                                                arg_t (&value)[kMaxRowsPerThread]) const {
+                                                arg_t (&value)[R]) const {
     if (bit == 0) {
       return;
     }
@@ -998,9 +1014,9 @@ struct ReduceOp {
   // in the order the global path reads it. A thread whose last row's span
   // runs past the last row (the tail) reads its rows from global memory
   // instead.
-  template <typename Rows>
+  template <typename Rows, int R>
   __device__ __forceinline__ void short_rows_staged(const Rows& live_rows,
-                                                    arg_t (&value)[kMaxRowsPerThread]) const {
+                                                    arg_t (&value)[R]) const {
     extern __shared__ __align__(16) unsigned char short_rows_stage[];
     const ReduceConfig& config = this->config();
     const ops_t op = ops();
@@ -1015,7 +1031,7 @@ struct ReduceOp {
     if (whole) {
       unsigned char* stage = short_rows_stage + threadIdx.y * rows * span_bytes;
 #pragma unroll
-      for (int r = 0; r < kMaxRowsPerThread; r++) {
+      for (int r = 0; r < R; r++) {
         if (r < (int)rows) {
           const char* span =
               reinterpret_cast<const char*>(args.src + (warp_row + r * config.step_output) * row_bytes);
@@ -1031,7 +1047,7 @@ struct ReduceOp {
       const uint32_t span_len = warpSize * row_len;
       for (uint32_t i = 0; i < row_len; i++) {
 #pragma unroll
-        for (int r = 0; r < kMaxRowsPerThread; r++) {
+        for (int r = 0; r < R; r++) {
           if (r < (int)rows) {
             value[r] = op.reduce(value[r], mine[r * span_len + i], (int64_t)i);
           }
@@ -1039,7 +1055,7 @@ struct ReduceOp {
       }
     } else {
 #pragma unroll
-      for (int r = 0; r < kMaxRowsPerThread; r++) {
+      for (int r = 0; r < R; r++) {
         if (live_rows.live[r]) {
           const scalar_t* row =
               reinterpret_cast<const scalar_t*>(args.src + (first_row + r * config.step_output) * row_bytes);
@@ -1657,7 +1673,8 @@ __global__ void __launch_bounds__(nt, (reduce_kernel_min_blocks_per_sm<nt, outpu
 }
 
 // The ShortRows strategy's entry, with its own register budget: a thread
-// holds kMaxRowsPerThread vector loads at once, which reduce_kernel's
+// holds kMaxRowsPerThread vector loads at once (kMaxLookedUpRowsPerThread
+// where one_dim is false), which reduce_kernel's
 // budget (32 registers at 512 threads and 4 blocks per SM) spilled to local
 // memory, costing about half the bandwidth. With 64 registers a thread
 // (16 blocks of two warps an SM) they stay in registers; 12 blocks (80

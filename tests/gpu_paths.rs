@@ -1363,7 +1363,8 @@ fn ops_on_every_path(test: &str, ops: &[ReduceOp]) {
 }
 
 /// ShortRows' spread combine, where each of a row's first lanes (up to 8)
-/// ends with whole rows of a thread's full set of 8 and stores them, for
+/// ends with whole rows of a thread's full set (8, or 4 looked up one by
+/// one) and stores them, for
 /// every op on a 4- and an 8-byte dtype (every size of accumulator): rows
 /// of 2 and 32 lanes of one 16-byte load each, row groups that do not
 /// tile a warp (5 and 25 lanes; 11 lanes of 3 loads), and rows of 16 of a
@@ -1418,7 +1419,7 @@ fn ops_on_rows_spread_over_lanes() {
                 let plan = xg.explain(op, &[-1], false, &props).unwrap();
                 let l = &plan.launches[0];
                 let lanes = l.config.lanes_per_row;
-                if lanes > 1 && l.config.rows_per_thread == full {
+                if lanes > 1 && l.config.rows_per_thread == l.short_rows_max_rows_per_thread() {
                     spread_lanes
                         .entry(op.to_string())
                         .or_default()

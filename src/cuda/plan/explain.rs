@@ -400,9 +400,8 @@ fn write_launch(
 /// How the lanes of a ShortRows row combine and who stores it: the kernel
 /// spreads a thread's rows over the row's lanes when it holds a full set
 /// of them (`spread_rows` in kernels/reduce.cuh), else folds them into the
-/// row's first lane.
-fn lane_combine(lanes: u32, rows_per_thread: u32) -> String {
-    let full = super::SHORT_ROWS_MAX_ROWS_PER_THREAD;
+/// row's first lane. `full`: the most rows a thread of its kernel takes.
+fn lane_combine(lanes: u32, rows_per_thread: u32, full: u32) -> String {
     if lanes == 1 {
         "a row is one lane's, no shuffles".to_string()
     } else if rows_per_thread == full {
@@ -508,7 +507,11 @@ fn write_short_rows(
         f,
         "  CTAs: 1 per output (no global reduce); grid.x = {} CTAs; {}; {}",
         launch.grid[0],
-        lane_combine(rows.lanes_per_row, c.rows_per_thread),
+        lane_combine(
+            rows.lanes_per_row,
+            c.rows_per_thread,
+            launch.short_rows_max_rows_per_thread()
+        ),
         if c.stage_rows {
             format!(
                 "{} B of shared memory: each warp copies its {} rows ({} B, one span) 16 B a lane at a time, every span of a thread's rows before any is reduced, and each lane reduces its row from there",
@@ -599,7 +602,7 @@ fn write_short_rows(
         f,
         "    - {} {rows_word} per thread: the most (≤ {}) that still leaves a full wave of {} blocks on {} SMs{}",
         c.rows_per_thread,
-        super::SHORT_ROWS_MAX_ROWS_PER_THREAD,
+        launch.short_rows_max_rows_per_thread(),
         super::strategy::short_rows_full_wave(&plan.props, c),
         plan.props.sm_count,
         if c.stage_rows {

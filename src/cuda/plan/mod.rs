@@ -34,10 +34,11 @@ pub use strategy::{
     choose_strategy, configure, has_wide_loads, max_output_vec_size, ragged_row_vectors, ShortRows,
     Strategy, LOOKED_UP_8_BYTE_MAX_VECTORS_PER_LANE, PACKED_ROWS_MAX_RESULT_BYTES,
     RAGGED_MIN_LOADS_USED_PERCENT, ROW_PER_WARP_MIN_SLOTS_PERCENT, SCALAR_ROW_MAX_BYTES,
-    SHORT_COLUMNS_OUTPUT_VEC_SIZE, SHORT_ROWS_MAX_ROWS_PER_THREAD, SHORT_ROWS_MAX_VECTORS_PER_LANE,
-    SHORT_ROWS_MIN_BLOCKS_PER_SM, SHORT_ROWS_STAGE_ALIGN, SHORT_ROWS_STAGE_BYTES,
-    SHORT_ROWS_THREADS, SHORT_ROWS_WIDE_MIN_BLOCKS_PER_SM, SHORT_ROWS_WIDE_VEC_SIZE,
-    STAGED_ROW_MAX_BYTES, TALL_COLUMNS_MAX_STAGED_PER_THREAD, TALL_COLUMNS_MIN_LOAD_BYTES,
+    SHORT_COLUMNS_OUTPUT_VEC_SIZE, SHORT_ROWS_LOOKED_UP_MAX_ROWS_PER_THREAD,
+    SHORT_ROWS_MAX_ROWS_PER_THREAD, SHORT_ROWS_MAX_VECTORS_PER_LANE, SHORT_ROWS_MIN_BLOCKS_PER_SM,
+    SHORT_ROWS_STAGE_ALIGN, SHORT_ROWS_STAGE_BYTES, SHORT_ROWS_THREADS,
+    SHORT_ROWS_WIDE_MIN_BLOCKS_PER_SM, SHORT_ROWS_WIDE_VEC_SIZE, STAGED_ROW_MAX_BYTES,
+    TALL_COLUMNS_MAX_STAGED_PER_THREAD, TALL_COLUMNS_MIN_LOAD_BYTES,
 };
 
 use crate::iter::TensorIterator;
@@ -207,6 +208,13 @@ impl LaunchPlan {
     /// output `OffsetCalculator`, once per row.
     pub fn rows_by_one_stride(&self) -> bool {
         strategy::rows_by_one_stride(&self.iter)
+    }
+
+    /// The most rows one thread of a ShortRows launch takes: the size of
+    /// its kernel's register arrays, fewer where the rows are looked up one
+    /// by one ([`SHORT_ROWS_LOOKED_UP_MAX_ROWS_PER_THREAD`]).
+    pub fn short_rows_max_rows_per_thread(&self) -> u32 {
+        strategy::short_rows_max_rows_per_thread(&self.iter)
     }
 }
 

@@ -243,11 +243,11 @@ fn short_rows_reads(
             super::SHORT_ROWS_THREADS
         ));
     }
-    if c.rows_per_thread == 0 || c.rows_per_thread > super::SHORT_ROWS_MAX_ROWS_PER_THREAD {
+    let most = launch.short_rows_max_rows_per_thread();
+    if c.rows_per_thread == 0 || c.rows_per_thread > most {
         return Err(format!(
-            "{} rows per thread, outside 1..={}",
-            c.rows_per_thread,
-            super::SHORT_ROWS_MAX_ROWS_PER_THREAD
+            "{} rows per thread, outside its kernel's 1..={most}",
+            c.rows_per_thread
         ));
     }
     if c.packed_rows() {

@@ -37,6 +37,19 @@ pub const SHORT_ROWS_THREADS: u32 = 64;
 /// by it (`kMaxRowsPerThread`); the generated source checks the two agree.
 pub const SHORT_ROWS_MAX_ROWS_PER_THREAD: u32 = 8;
 
+/// The most rows one thread of `short_rows_kernel<one_dim=false>` takes:
+/// rows looked up one by one (kept dims that do not coalesce), whose input
+/// offsets the thread holds beside its loads (`kMaxLookedUpRowsPerThread`,
+/// checked equal in the generated source). With eight, ptxas (sm_90, NVRTC
+/// 13.0) spilled 168 bytes a thread of f64 sum's registers (1020 while the
+/// output offsets were held too); with four, none, for sums of every
+/// dtype. On an H200 (`benches/nd_rows.json`, rows `[R, 2048, L]` permuted
+/// to `[2048, R, L]`) f64 and i64 rows of 16 then ran at 2.60-2.62x
+/// torch's speed and rows of 64 at 1.49-1.50x, where eight rows holding
+/// both offsets had run at 1.64-1.71x and 0.98-0.99x (an earlier run); f32
+/// rows of 16 at 5.61x (4.19x).
+pub const SHORT_ROWS_LOOKED_UP_MAX_ROWS_PER_THREAD: u32 = 4;
+
 /// The blocks per SM that `short_rows_kernel`'s and `packed_rows_kernel`'s
 /// register budget is set for (their `__launch_bounds__`,
 /// `kShortRowsMinBlocksPerSm`, checked equal in the generated source): 64
@@ -132,11 +145,12 @@ pub const SHORT_ROWS_STAGE_BYTES: u32 = 12 * 1024;
 /// accumulator: var of f32 rows of 128 0.80x, argmax of f32 and f16 rows
 /// of 256 0.74x and 0.57x, sums of f32, f16 and u8 0.99-1.00x or slower,
 /// of i32 (an i64 accumulator) level at rows of 256 (an unexplained 1.14x
-/// at 512). `short_rows_kernel<one_dim=false>` keeps each row's output
-/// offsets beside its loads and spills at its 64 registers whatever the
-/// dtype (`kernel_ptx --ptxas-info`, NVRTC 13.0: 1140 bytes of spill
-/// stores a thread for f32 sums, 1508 for f64); why 8-byte inputs lose
-/// and narrower ones do not is not known.
+/// at 512). These were measured while `short_rows_kernel<one_dim=false>`
+/// held eight rows' output offsets beside its loads and spilled at its 64
+/// registers whatever the dtype (`kernel_ptx --ptxas-info`, NVRTC 13.0:
+/// 1140 bytes of spill stores a thread for f32 sums, 1508 for f64); with
+/// [`SHORT_ROWS_LOOKED_UP_MAX_ROWS_PER_THREAD`] it no longer spills, and
+/// the boundary has not been measured again.
 pub const LOOKED_UP_8_BYTE_MAX_VECTORS_PER_LANE: u32 = 1;
 
 /// Alignment of a warp's span of packed rows: the width of one copy
@@ -895,6 +909,17 @@ pub(super) fn rows_by_one_stride(iter: &TensorIterator) -> bool {
     iter.shape().len() - iter.num_reduce_dims() <= 1
 }
 
+/// The most rows one thread of a ShortRows launch over `iter` takes (the
+/// register arrays of the kernel it runs): fewer where the rows are looked
+/// up one by one. Packed rows always lie in one kept dim.
+pub(super) fn short_rows_max_rows_per_thread(iter: &TensorIterator) -> u32 {
+    if rows_by_one_stride(iter) {
+        SHORT_ROWS_MAX_ROWS_PER_THREAD
+    } else {
+        SHORT_ROWS_LOOKED_UP_MAX_ROWS_PER_THREAD
+    }
+}
+
 /// Per mille of a warp's load slots that fall on its rows' inputs under
 /// `rows`, where a row needs `⌈row_len / row_vec_size⌉` loads (a ragged
 /// row's extra vector at its start or end counts as waste).
@@ -1032,7 +1057,7 @@ pub(super) fn short_rows_full_wave(props: &DeviceProps, config: &ReduceConfig) -
 }
 
 /// A warp per block row, `warp / lanes_per_row` rows per warp; each thread
-/// takes as many rows (up to [`SHORT_ROWS_MAX_ROWS_PER_THREAD`]) as leave a
+/// takes as many rows (up to [`short_rows_max_rows_per_thread`]) as leave a
 /// full wave of blocks on the device, so that small inputs still spread
 /// over every SM.
 fn short_rows_config(
@@ -1063,7 +1088,7 @@ fn short_rows_config(
     config.step_output = config.block_height * (props.warp_size / rows.lanes_per_row);
     let full_wave = short_rows_full_wave(props, &config);
     let groups = div_up(u64::from(num_outputs), u64::from(rows.rows_per_vector));
-    config.rows_per_thread = SHORT_ROWS_MAX_ROWS_PER_THREAD;
+    config.rows_per_thread = short_rows_max_rows_per_thread(iter);
     while config.rows_per_thread > 1
         && div_up(
             groups,

@@ -477,6 +477,35 @@ fn short_rows_find_rows_by_one_stride_where_the_kept_dims_coalesce() {
 }
 
 #[test]
+fn looked_up_rows_take_at_most_four_a_thread() {
+    // f32 rows of 16 (4 lanes, 16 rows a CTA pass, a wave of 2112 blocks
+    // on 132 SMs), 2^20 of them: found by one stride, 8 a thread leave 8192
+    // blocks. The same rows as [1024, 1024 of 1025, 16] (a narrowed middle
+    // dim: looked up one by one) stop at 4, the kernel's register arrays,
+    // and say so.
+    let one_stride = only(&plan(&[1 << 20, 16], &[16, 1], 0, &[1], DType::F32)).clone();
+    assert!(one_stride.rows_by_one_stride());
+    assert_eq!(
+        (one_stride.config.rows_per_thread, one_stride.grid),
+        (SHORT_ROWS_MAX_ROWS_PER_THREAD, [8192, 1, 1])
+    );
+    let p = plan(&[1024, 1024, 16], &[1025 * 16, 16, 1], 0, &[2], DType::F32);
+    let looked_up = only(&p);
+    assert!(!looked_up.rows_by_one_stride());
+    assert_eq!(SHORT_ROWS_LOOKED_UP_MAX_ROWS_PER_THREAD, 4);
+    assert_eq!(
+        (looked_up.config.rows_per_thread, looked_up.grid),
+        (4, [16384, 1, 1])
+    );
+    let text = p.to_string();
+    assert!(text.contains("4 rows per thread: the most (≤ 4)"), "{text}");
+    assert!(
+        text.contains("spread its thread's 4 rows over its first 4 lanes, each storing one"),
+        "{text}"
+    );
+}
+
+#[test]
 fn looked_up_rows_of_8_byte_inputs_past_one_vector_a_lane_keep_pytorchs_plan() {
     // [R, 2048, L] permuted to [2048, R, L], reduced over L: two kept dims
     // that do not coalesce, so short_rows_kernel would look each row up.
