@@ -22,6 +22,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 from bench_common import print_ab_table
 
@@ -37,16 +38,21 @@ def main() -> int:
 
     times: dict[str, dict[int, list[float]]] = {}
     order: list[str] = []
+    names = [os.path.basename(b) for b in args.benches]
     with tempfile.TemporaryDirectory() as tmp:
         for rnd in range(args.rounds):
             for b, bench in enumerate(args.benches):
                 out = os.path.join(tmp, f"r{rnd}_b{b}.json")
                 cmd = [bench, "--op", args.op, "--cases", args.cases, "--json", out, *args.filter]
+                started = time.monotonic()
                 done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
                 if done.returncode != 0:
                     sys.stderr.write(done.stderr[-4000:])
                     print(f"{bench} failed (exit {done.returncode}) in round {rnd + 1}", file=sys.stderr)
                     return 1
+                # Progress on stderr: a build's first round also compiles
+                # its kernels, so rounds can take minutes.
+                print(f"round {rnd + 1}, {names[b]}: {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
                 with open(out) as f:
                     for case in json.load(f)["cases"]:
                         if case["our_us"] is None:
@@ -55,11 +61,12 @@ def main() -> int:
                             times[case["name"]] = {}
                             order.append(case["name"])
                         times[case["name"]].setdefault(b, []).append(case["our_us"])
-
-    names = [os.path.basename(b) for b in args.benches]
-    rows = [(name, [statistics.median(times[name][b]) if b in times[name] else None for b in range(len(names))])
-            for name in order]
-    print_ab_table(names, rows, args.rounds)
+            # The table so far after every round, so that a run cut short
+            # (a device call's time limit) still leaves its whole rounds.
+            rows = [(name, [statistics.median(times[name][b]) if b in times[name] else None for b in range(len(names))])
+                    for name in order]
+            print_ab_table(names, rows, rnd + 1)
+            sys.stdout.flush()
     return 0
 
 
