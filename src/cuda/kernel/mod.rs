@@ -397,6 +397,18 @@ impl LoadedKernel {
                 config.output_vec_size
             )));
         }
+        // A ShortRows kernel holds its rows in arrays of a fixed size: a
+        // thread told to take more would skip the rest, so such a launch is
+        // refused rather than run short.
+        if config.lanes_per_row != 0
+            && config.rows_per_thread > launch.short_rows_max_rows_per_thread()
+        {
+            return Err(Error::Unsupported(format!(
+                "{} rows per thread, more than the {} of its ShortRows kernel",
+                config.rows_per_thread,
+                launch.short_rows_max_rows_per_thread()
+            )));
+        }
         let short_rows = self.output_vec_sizes.len();
         let index = if config.packed_rows() {
             Some(short_rows + 3)
