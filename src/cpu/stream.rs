@@ -20,9 +20,10 @@
 //!   rounds; rows of 3 1.14×, rows and columns of 1 1.21-1.45×, of 2
 //!   1.06-1.25×);
 //! - 16-bit results gained little on the Xeon host (rows and columns of 2,
-//!   1.02-1.06×) and lost on the AMD guest (0.66-0.73×): their
-//!   calls spend their time converting, not storing, so results narrower
-//!   than 4 bytes are stored as usual.
+//!   1.02-1.06×) and lost on the AMD guest (0.66-0.73×; with stages on
+//!   lines too, 0.74-0.88× over five rounds), so results narrower than 4
+//!   bytes are stored as usual. Why they lose is not known: on the guest
+//!   those calls already ran at its plain read of the input.
 //!
 //! The trade: a streamed result leaves the caches, so a consumer that reads
 //! it next finds it in memory rather than in the last-level cache. Results
