@@ -1364,8 +1364,8 @@ fn ops_on_every_path(test: &str, ops: &[ReduceOp]) {
 
 /// ShortRows' spread combine, where each of a row's first lanes (up to 8)
 /// ends with whole rows of a thread's full set (8, or 4 looked up one by
-/// one) and stores them, for
-/// every op on a 4- and an 8-byte dtype (every size of accumulator): rows
+/// one) and stores them, for every op on a 4- and an 8-byte dtype (every
+/// size of accumulator): rows
 /// of 2 and 32 lanes of one 16-byte load each, row groups that do not
 /// tile a warp (5 and 25 lanes; 11 lanes of 3 loads), and rows of 16 of a
 /// narrowed middle dim (kept dims that do not coalesce), ragged rows of 37

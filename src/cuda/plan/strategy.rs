@@ -42,8 +42,8 @@ pub const SHORT_ROWS_MAX_ROWS_PER_THREAD: u32 = 8;
 /// offsets the thread holds beside its loads (`kMaxLookedUpRowsPerThread`,
 /// checked equal in the generated source). With eight, ptxas (sm_90, NVRTC
 /// 13.0) spilled 168 bytes a thread of f64 sum's registers (1020 while the
-/// output offsets were held too); with four, none, for sums of every
-/// dtype. On an H200 (`benches/nd_rows.json`, rows `[R, 2048, L]` permuted
+/// output offsets were held too); with four, none, for sums of f16, f32,
+/// f64 and i64. On an H200 (`benches/nd_rows.json`, rows `[R, 2048, L]` permuted
 /// to `[2048, R, L]`) f64 and i64 rows of 16 then ran at 2.60-2.62x
 /// torch's speed and rows of 64 at 1.49-1.50x, where eight rows holding
 /// both offsets had run at 1.64-1.71x and 0.98-0.99x (an earlier run); f32
