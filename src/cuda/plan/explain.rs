@@ -533,7 +533,8 @@ fn write_short_rows(
     } else {
         writeln!(
             f,
-            "    - the kept dims do not coalesce into one: each of a thread's rows is looked up once through the output OffsetCalculator"
+            "    - the kept dims do not coalesce into one: each of a thread's rows is looked up through the output OffsetCalculator, for its input before the loads and again for its output at the store, and a thread takes at most {} rows",
+            super::SHORT_ROWS_LOOKED_UP_MAX_ROWS_PER_THREAD
         )?;
     }
     if packed > 1 {

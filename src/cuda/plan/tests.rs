@@ -500,6 +500,10 @@ fn looked_up_rows_take_at_most_four_a_thread() {
     let text = p.to_string();
     assert!(text.contains("4 rows per thread: the most (≤ 4)"), "{text}");
     assert!(
+        text.contains("again for its output at the store, and a thread takes at most 4 rows"),
+        "{text}"
+    );
+    assert!(
         text.contains("spread its thread's 4 rows over its first 4 lanes, each storing one"),
         "{text}"
     );
