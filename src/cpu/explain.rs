@@ -407,8 +407,7 @@ mod tests {
                 .expand(&[1 << 24, 2])
                 .unwrap()
         };
-        let on = cfg!(target_arch = "x86_64")
-            && std::env::var("TENSOR_REDUCE_CPU_STREAM").as_deref() != Ok("off");
+        let on = cfg!(target_arch = "x86_64") && !crate::cpu::stream::switched_off();
         let rows = wide(DType::F32)
             .explain_cpu(ReduceOp::Sum, &[1], false)
             .unwrap();

@@ -143,14 +143,19 @@ fn run_takes_prefetch(elem_bytes: usize, len: usize) -> bool {
 /// once; a prefetch never changes a result, so neither does this.
 fn switched_off() -> bool {
     static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *OFF.get_or_init(|| {
-        switched_off_by(std::env::var("TENSOR_REDUCE_CPU_PREFETCH").ok().as_deref())
-    })
+    switched_off_by_env(&OFF, "TENSOR_REDUCE_CPU_PREFETCH")
+}
+
+/// Whether the environment variable `var` switches a CPU speed-up off for
+/// the process ([`switched_off_by`]), read once into `cell`: the prefetch
+/// switch and, the same way, `stream`'s.
+pub(super) fn switched_off_by_env(cell: &'static std::sync::OnceLock<bool>, var: &str) -> bool {
+    *cell.get_or_init(|| switched_off_by(std::env::var(var).ok().as_deref()))
 }
 
 /// Whether the variable's value (`None`: unset) switches prefetch off
 /// (and, the same way, `stream`'s streaming stores).
-pub(super) fn switched_off_by(value: Option<&str>) -> bool {
+fn switched_off_by(value: Option<&str>) -> bool {
     value == Some("off")
 }
 

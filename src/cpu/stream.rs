@@ -65,11 +65,9 @@ pub(super) fn streams(outputs: usize, first: DType, second: Option<DType>) -> bo
 
 /// Whether the environment switches streaming off, read once (the value
 /// that does is the prefetch switch's).
-fn switched_off() -> bool {
+pub(super) fn switched_off() -> bool {
     static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *OFF.get_or_init(|| {
-        super::prefetch::switched_off_by(std::env::var("TENSOR_REDUCE_CPU_STREAM").ok().as_deref())
-    })
+    super::prefetch::switched_off_by_env(&OFF, "TENSOR_REDUCE_CPU_STREAM")
 }
 
 /// Copies `src` into `dst` (of the same length), the 16-byte-aligned part

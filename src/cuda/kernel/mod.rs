@@ -400,13 +400,11 @@ impl LoadedKernel {
         // A ShortRows kernel holds its rows in arrays of a fixed size: a
         // thread told to take more would skip the rest, so such a launch is
         // refused rather than run short.
-        if config.lanes_per_row != 0
-            && config.rows_per_thread > launch.short_rows_max_rows_per_thread()
-        {
+        let most_rows = launch.short_rows_max_rows_per_thread();
+        if config.lanes_per_row != 0 && config.rows_per_thread > most_rows {
             return Err(Error::Unsupported(format!(
-                "{} rows per thread, more than the {} of its ShortRows kernel",
-                config.rows_per_thread,
-                launch.short_rows_max_rows_per_thread()
+                "{} rows per thread, more than the {most_rows} of its ShortRows kernel",
+                config.rows_per_thread
             )));
         }
         let short_rows = self.output_vec_sizes.len();
