@@ -298,7 +298,8 @@ fn one_element_norms_are_absolute_values(device: Device) {
 /// `mean(dtype=float16)` of [70000., -70000.]: torch 2.11's CPU sums in
 /// float32 and rounds the mean (0); its CUDA casts each element to float16
 /// first (inf + -inf is NaN). Each backend follows its own; `sum(dtype=)`
-/// casts first on both (`dtype_casts_come_first`).
+/// casts first on both (`dtype_casts_come_first`) but for the CPU's layout
+/// rule (`sum_to_16_bits_follows_each_devices_layout_rule`).
 fn mean_to_16_bits_follows_each_device(device: Device) {
     let x = t32(&[70000.0, -70000.0], &[2], device);
     let m = x
@@ -312,7 +313,54 @@ fn mean_to_16_bits_follows_each_device(device: Device) {
     }
 }
 
+/// `sum(dtype=float16)` where the two fastest reduced dims do not merge:
+/// torch 2.11's CPU sums the elements cast to float32 and rounds the sum,
+/// its CUDA casts each to float16 first. The values, from torch 2.11 on the
+/// CPU: `[1e5, -1e5 + 3, 0.25, 0.25]` repeated as `[3, 9, 1, 4]`,
+/// transposed (1, 3), summed over dims (1, 3): 10.5 in each of the nine
+/// results; the same tensor made contiguous: NaN (its reduced dims merge,
+/// so each element is cast first, and inf + -inf is NaN). And `2^62, -2^62`
+/// as int64 the same way: 0 (int64 to float32, then summed).
+fn sum_to_16_bits_follows_each_devices_layout_rule(device: Device) {
+    let pattern = [1e5f32, -1e5 + 3.0, 0.25, 0.25];
+    let values: Vec<f32> = pattern.iter().copied().cycle().take(108).collect();
+    let x = t32(&values, &[3, 9, 1, 4], device)
+        .transpose(1, -4)
+        .unwrap();
+    let sum = |t: &Tensor, dtype| {
+        let s = t.sum_dtype(&[1, 3], false, dtype).unwrap();
+        s.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap()
+    };
+    let permuted = sum(&x, DType::F16);
+    let contiguous = sum(&x.contiguous().unwrap(), DType::F16);
+    assert!(contiguous.iter().all(|v| v.is_nan()), "{contiguous:?}");
+    let big: Vec<i64> = [1i64 << 62, -(1i64 << 62)]
+        .iter()
+        .copied()
+        .cycle()
+        .take(108)
+        .collect();
+    let ints = Tensor::from_vec(big, &[3, 9, 1, 4])
+        .unwrap()
+        .to_device(device)
+        .unwrap()
+        .transpose(1, -4)
+        .unwrap();
+    let int_sums = sum(&ints, DType::F16);
+    match device {
+        Device::Cpu => {
+            assert_eq!(permuted, vec![10.5; 9]);
+            assert_eq!(int_sums, vec![0.0; 9]);
+        }
+        Device::Cuda(_) => {
+            assert!(permuted.iter().all(|v| v.is_nan()), "{permuted:?}");
+            assert!(int_sums.iter().all(|v| v.is_nan()), "{int_sums:?}");
+        }
+    }
+}
+
 backend_tests! {
+    sum_to_16_bits_follows_each_devices_layout_rule => sum_to_16_bits_follows_each_devices_layout_rule;
     one_element_norms_are_absolute_values => one_element_norms_are_absolute_values;
     mean_to_16_bits_follows_each_device => mean_to_16_bits_follows_each_device;
     nan_and_inf_follow_torch => nan_and_inf;

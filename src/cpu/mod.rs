@@ -24,6 +24,7 @@ mod prefetch;
 mod runs;
 mod simd;
 mod stream;
+mod sum_cast;
 mod team;
 mod tree;
 mod welford;
@@ -46,13 +47,15 @@ use std::sync::Arc;
 ///
 /// A signature with a value-changing cast (`sum(dtype=f16)` of an f32
 /// tensor) reads a cast copy of the input: torch's own order, which the CPU
-/// pays for only on those narrowing requests.
+/// pays for only on those narrowing requests. Which dtype a sum casts to
+/// depends on the layout on torch's CPU ([`sum_cast::as_torch_cpu`]).
 pub(crate) fn reduce(
     input: &Tensor,
     mask: &[bool],
     sig: &Signature,
     params: OpParams,
 ) -> Result<(Tensor, Option<Tensor>)> {
+    let sig = &sum_cast::as_torch_cpu(input, mask, sig)?;
     if let Some(cast) = sig.cast {
         let direct = Signature {
             input: cast,

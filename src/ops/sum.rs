@@ -35,6 +35,11 @@ impl Tensor {
     /// integers). Widening casts cost nothing: `sum_dtype(.., DType::F32)` of
     /// an f16 tensor is one pass with no f16 rounding of the total.
     ///
+    /// One exception, torch's own: on the CPU, a sum into f16 or bf16 whose
+    /// two fastest reduced dims do not merge (a permuted view, or channel
+    /// statistics of a row-major tensor) casts each element to f32 instead
+    /// and rounds only the result, as torch's CPU does on those layouts.
+    ///
     /// ```
     /// use tensor_reduce::{f16, DType, Tensor};
     /// let x = Tensor::from_vec(vec![f16::from_f32(60000.0); 4], &[4])?;

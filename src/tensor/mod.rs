@@ -6,6 +6,7 @@ mod create;
 mod display;
 pub(crate) mod host_cache;
 mod layout;
+pub(crate) mod memory_format;
 #[cfg(feature = "ndarray")]
 mod ndarray_interop;
 pub(crate) use layout::checked_numel;
