@@ -111,7 +111,10 @@ fn apply(x: &Tensor, case: &Value) -> tensor_reduce::Result<Vec<Tensor>> {
             Some(d) => one(x.mean_dtype(&dims, keepdim, d)),
             None => one(x.mean(&dims, keepdim)),
         },
-        "nansum" => one(x.nansum(&dims, keepdim)),
+        "nansum" => match out_dtype {
+            Some(d) => one(x.nansum_dtype(&dims, keepdim, d)),
+            None => one(x.nansum(&dims, keepdim)),
+        },
         "amax" => one(x.amax(&dims, keepdim)),
         "amin" => one(x.amin(&dims, keepdim)),
         "any" => one(x.any(&dims, keepdim)),

@@ -359,7 +359,55 @@ fn sum_to_16_bits_follows_each_devices_layout_rule(device: Device) {
     }
 }
 
+/// `nansum(dtype=)`, values from torch 2.11's CPU: each element is cast
+/// first (f32 `[70000, NaN, -70000]` in float16 is NaN: inf + -inf, on
+/// every layout), NaN counts as 0 after the cast, an integer input's is its
+/// sum, and a floating input into an integer dtype is refused unless it is
+/// empty.
+fn nansum_dtype_casts_first(device: Device) {
+    let x = t32(&[1.5, f32::NAN, 2.0], &[3], device);
+    let half = x.nansum_dtype(&[], false, DType::F16).unwrap();
+    assert_eq!(half.to_vec::<f16>().unwrap(), [f16::from_f32(3.5)]);
+    let wide = x.nansum_dtype(&[0], true, DType::F64).unwrap();
+    assert_eq!(
+        (wide.to_vec::<f64>().unwrap(), wide.shape()),
+        (vec![3.5], &[1][..])
+    );
+    let apart = t32(&[70000.0, f32::NAN, -70000.0, 1.0], &[4], device);
+    let s = apart.nansum_dtype(&[0], false, DType::F16).unwrap();
+    assert!(s.to_vec::<f16>().unwrap()[0].is_nan());
+    let values: Vec<f32> = [70000.0, f32::NAN, -70000.0, 1.0]
+        .into_iter()
+        .cycle()
+        .take(108)
+        .collect();
+    let permuted = t32(&values, &[3, 9, 1, 4], device)
+        .transpose(1, -4)
+        .unwrap();
+    let s = permuted.nansum_dtype(&[1, 3], false, DType::F16).unwrap();
+    assert!(s.to_vec::<f16>().unwrap().iter().all(|v| v.is_nan()));
+    match x.nansum_dtype(&[], false, DType::I64) {
+        Err(Error::UnsupportedDType {
+            dtype: DType::I64, ..
+        }) => {}
+        other => panic!("expected UnsupportedDType, got {other:?}"),
+    }
+    // torch refuses only when it would reduce: an empty input gets its 0.
+    let empty = Tensor::zeros(&[2, 0], DType::F32, device).unwrap();
+    let s = empty.nansum_dtype(&[1], false, DType::I64).unwrap();
+    assert_eq!(s.to_vec::<i64>().unwrap(), [0, 0]);
+    let ints = Tensor::from_vec(vec![1i64, 2, 3], &[3])
+        .unwrap()
+        .to_device(device)
+        .unwrap();
+    let s = ints.nansum_dtype(&[], false, DType::I32).unwrap();
+    assert_eq!(s.to_vec::<i32>().unwrap(), [6]);
+    let s = ints.nansum_dtype(&[], false, DType::F16).unwrap();
+    assert_eq!(s.to_vec::<f16>().unwrap(), [f16::from_f32(6.0)]);
+}
+
 backend_tests! {
+    nansum_dtype_casts_first => nansum_dtype_casts_first;
     sum_to_16_bits_follows_each_devices_layout_rule => sum_to_16_bits_follows_each_devices_layout_rule;
     one_element_norms_are_absolute_values => one_element_norms_are_absolute_values;
     mean_to_16_bits_follows_each_device => mean_to_16_bits_follows_each_device;

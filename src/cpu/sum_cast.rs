@@ -22,8 +22,8 @@ use crate::{DType, Result, Tensor};
 /// `sig` as torch's CPU runs it on `input` reduced over `mask`: a value-
 /// changing cast to f16 or bf16 of a sum becomes one to f32 (or none,
 /// where the input converts to f32 exactly) where torch's CPU sums through
-/// its float32 buffer. (torch's `nansum(dtype=)` of integers is this sum
-/// too; ours takes no `dtype=`.)
+/// its float32 buffer. An integer nansum is a sum (its signature is the
+/// sum's), as in torch; a floating one casts first on every layout.
 pub(super) fn as_torch_cpu(input: &Tensor, mask: &[bool], sig: &Signature) -> Result<Signature> {
     if sig.op != ReduceOp::Sum || !matches!(sig.cast, Some(DType::F16 | DType::BF16)) {
         return Ok(*sig);
@@ -94,9 +94,17 @@ mod tests {
             cast_of(ReduceOp::Sum, &i, &mask, DType::BF16),
             Some(DType::F32)
         );
-        // A product casts first whatever the layout.
+        assert_eq!(
+            cast_of(ReduceOp::NanSum, &i, &mask, DType::F16),
+            Some(DType::F32)
+        );
+        // A product and a floating nansum cast first whatever the layout.
         assert_eq!(
             cast_of(ReduceOp::Prod, &d, &mask, DType::F16),
+            Some(DType::F16)
+        );
+        assert_eq!(
+            cast_of(ReduceOp::NanSum, &d, &mask, DType::F16),
             Some(DType::F16)
         );
     }

@@ -52,6 +52,7 @@ pub(crate) fn run_with(
         };
         return Ok((fill(sig.output)?, second.map(fill).transpose()?));
     }
+    sig.dispatch()?;
     let num_outputs = rd.out_shape.iter().product();
     let params = sig.params(num_outputs, input.numel(), arg);
     let (a, b) = match input.device() {

@@ -39,6 +39,24 @@ impl Tensor {
         run(self, ReduceOp::NanSum, dims, keepdim, None)
     }
 
+    /// [`Tensor::nansum`] with the result in `dtype`, as `torch.nansum(x,
+    /// dims, dtype=dtype)`: each element is cast to `dtype` first. A
+    /// floating input takes a floating `dtype` only (an integer one is an
+    /// [`Error::UnsupportedDType`](crate::Error), as torch has no such
+    /// kernel); an integer input's nansum is [`Tensor::sum_dtype`].
+    ///
+    /// ```
+    /// use tensor_reduce::{bf16, DType, Tensor};
+    /// let x = Tensor::from_vec(vec![1.5f32, f32::NAN, 2.0], &[3])?;
+    /// let s = x.nansum_dtype(&[], false, DType::BF16)?;
+    /// assert_eq!(s.to_vec::<bf16>()?, vec![bf16::from_f32(3.5)]);
+    /// assert!(x.nansum_dtype(&[], false, DType::I64).is_err());
+    /// # Ok::<(), tensor_reduce::Error>(())
+    /// ```
+    pub fn nansum_dtype(&self, dims: &[isize], keepdim: bool, dtype: DType) -> Result<Tensor> {
+        run(self, ReduceOp::NanSum, dims, keepdim, Some(dtype))
+    }
+
     /// The mean over `dims`, as `torch.mean`: floating inputs only (an
     /// integer tensor is an [`Error::UnsupportedDType`](crate::Error)
     /// naming its dtype, as torch refuses it); f16 and bf16 accumulate in

@@ -345,7 +345,10 @@ impl ReduceOp {
 
     /// Whether the op takes a `dtype=` argument in torch.
     pub const fn takes_dtype(self) -> bool {
-        matches!(self, ReduceOp::Sum | ReduceOp::Prod | ReduceOp::Mean)
+        matches!(
+            self,
+            ReduceOp::Sum | ReduceOp::NanSum | ReduceOp::Prod | ReduceOp::Mean
+        )
     }
 
     /// The result dtype for `input` with an optional `dtype=`, or the error
@@ -527,6 +530,7 @@ impl ReduceOp {
             .into_iter()
             .flat_map(|input| requests.iter().map(move |&d| (input, d)))
             .filter_map(|(input, d)| self.signature(input, d).ok())
+            .filter(|s| s.dispatch().is_ok())
             .collect();
         let mut seen = std::collections::HashSet::new();
         out.retain(|s| seen.insert(*s));
@@ -646,6 +650,33 @@ impl Signature {
             ReduceOp::AMinMax | ReduceOp::VarMean | ReduceOp::StdMean => Some(self.output),
             _ => None,
         }
+    }
+
+    /// The error torch's dispatch raises for a signature it has no kernel
+    /// of: a floating nansum into an integer or bool dtype (`"nansum_cpu"
+    /// not implemented for 'Long'`; an integer input's nansum is a sum, of
+    /// any dtype). torch raises it only when there is something to reduce,
+    /// so an empty input still gets its fill, and so do we.
+    ///
+    /// ```
+    /// use tensor_reduce::{reduce::ReduceOp, DType};
+    /// let s = ReduceOp::NanSum.signature(DType::F32, Some(DType::I64))?;
+    /// assert!(s.dispatch().is_err());
+    /// assert!(ReduceOp::NanSum.signature(DType::I32, Some(DType::I64))?.dispatch().is_ok());
+    /// # Ok::<(), tensor_reduce::Error>(())
+    /// ```
+    pub fn dispatch(&self) -> Result<()> {
+        if self.op == ReduceOp::NanSum && !self.output.is_floating_point() {
+            return Err(Error::UnsupportedDType {
+                op: self.op.name(),
+                dtype: self.output,
+                message: format!(
+                    "\"nansum\" not implemented for '{}'",
+                    self.output.torch_name()
+                ),
+            });
+        }
+        Ok(())
     }
 
     /// `can_accumulate_in_output`: whether a partial result can wait in the
