@@ -391,7 +391,7 @@ fn write_launch(
             it.ndim() - it.num_reduce_dims(),
             sig.input.size_in_bytes(),
             rows.vectors_per_lane(),
-            super::LOOKED_UP_8_BYTE_MAX_VECTORS_PER_LANE
+            super::strategy::looked_up_8_byte_max_vectors_per_lane(sig)
         )?;
     }
     Ok(())

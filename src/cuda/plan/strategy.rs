@@ -135,8 +135,17 @@ pub const SHORT_ROWS_STAGE_BYTES: u32 = 12 * 1024;
 /// The most vectors a lane loads from a row under [`Strategy::ShortRows`]
 /// when the rows are looked up one by one (kept dims that do not coalesce,
 /// [`LaunchPlan::rows_by_one_stride`](super::LaunchPlan::rows_by_one_stride)
-/// false) and the inputs are 8 bytes (f64, i64); longer such rows are left
-/// to the strategies after ShortRows (`left_to_pytorch`).
+/// false), the inputs are 8 bytes (f64, i64) and the op's state is at most
+/// 8 bytes too (sums, products, max, min); longer such rows are left to the
+/// strategies after ShortRows (`left_to_pytorch`). Wider state keeps
+/// [`LOOKED_UP_8_BYTE_WIDE_STATE_MAX_VECTORS_PER_LANE`].
+///
+/// With the kernel of four rows a thread, which does not spill, an H100
+/// (`benches/nd_rows.json`, two alternating rounds of this bound at 4
+/// against 1) ran sums of f64 and i64 rows of 128 (2 vectors a lane)
+/// 1.09x faster under ShortRows and rows of 256 (4) 0.97x as fast.
+///
+/// The measurements before that kernel:
 /// On an H200 (128 MiB, rows `[R, 2048, L]` permuted to `[2048, R, L]`),
 /// rows of 128 (2 vectors a lane) and 256 (4) ran faster without
 /// ShortRows: sums of f64 and i64 1.14x and 1.39-1.53x, amax of f64 1.04x
@@ -149,9 +158,15 @@ pub const SHORT_ROWS_STAGE_BYTES: u32 = 12 * 1024;
 /// held eight rows' output offsets beside its loads and spilled at its 64
 /// registers whatever the dtype (`kernel_ptx --ptxas-info`, NVRTC 13.0:
 /// 1140 bytes of spill stores a thread for f32 sums, 1508 for f64); with
-/// [`SHORT_ROWS_LOOKED_UP_MAX_ROWS_PER_THREAD`] it no longer spills, and
-/// the boundary has not been measured again.
-pub const LOOKED_UP_8_BYTE_MAX_VECTORS_PER_LANE: u32 = 1;
+/// [`SHORT_ROWS_LOOKED_UP_MAX_ROWS_PER_THREAD`] it no longer spills.
+pub const LOOKED_UP_8_BYTE_MAX_VECTORS_PER_LANE: u32 = 2;
+
+/// [`LOOKED_UP_8_BYTE_MAX_VECTORS_PER_LANE`] for ops whose state is wider
+/// than 8 bytes (Welford's, index pairs): the bound measured before the
+/// four-row kernel (var of f64 rows of 128 ran 1.68x faster on PyTorch's
+/// plan then), kept until they are measured again; var of f64's looked-up
+/// kernel still spills 112 bytes a thread.
+pub const LOOKED_UP_8_BYTE_WIDE_STATE_MAX_VECTORS_PER_LANE: u32 = 1;
 
 /// Alignment of a warp's span of packed rows: the width of one copy
 /// (`cp.async` of 16 bytes) into shared memory.
@@ -898,7 +913,18 @@ pub(super) fn left_to_pytorch(
     whole_vectors
         && !rows_by_one_stride(iter)
         && signature.input.size_in_bytes() == 8
-        && rows.vectors_per_lane() > LOOKED_UP_8_BYTE_MAX_VECTORS_PER_LANE
+        && rows.vectors_per_lane() > looked_up_8_byte_max_vectors_per_lane(signature)
+}
+
+/// The bound of [`left_to_pytorch`] for `signature`'s state:
+/// [`LOOKED_UP_8_BYTE_MAX_VECTORS_PER_LANE`] or, for state wider than 8
+/// bytes, [`LOOKED_UP_8_BYTE_WIDE_STATE_MAX_VECTORS_PER_LANE`].
+pub(super) fn looked_up_8_byte_max_vectors_per_lane(signature: &Signature) -> u32 {
+    if signature.acc.size_in_bytes() <= 8 {
+        LOOKED_UP_8_BYTE_MAX_VECTORS_PER_LANE
+    } else {
+        LOOKED_UP_8_BYTE_WIDE_STATE_MAX_VECTORS_PER_LANE
+    }
 }
 
 /// Whether the rows of a single reduced dim are found by one stride: the

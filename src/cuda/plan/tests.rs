@@ -510,7 +510,7 @@ fn looked_up_rows_take_at_most_four_a_thread() {
 }
 
 #[test]
-fn looked_up_rows_of_8_byte_inputs_past_one_vector_a_lane_keep_pytorchs_plan() {
+fn looked_up_rows_of_8_byte_inputs_past_their_bound_keep_pytorchs_plan() {
     // [R, 2048, L] permuted to [2048, R, L], reduced over L: two kept dims
     // that do not coalesce, so short_rows_kernel would look each row up.
     let looked_up = |op: ReduceOp, dtype: DType, len: usize| {
@@ -527,26 +527,31 @@ fn looked_up_rows_of_8_byte_inputs_past_one_vector_a_lane_keep_pytorchs_plan() {
     };
     let short_rows = |s: &Strategy| matches!(s, Strategy::ShortRows(_));
     // 16-byte loads: a row of 64 f64 is 32 vectors, one a lane of a warp;
-    // 128 is two a lane.
+    // 128 is two a lane, 256 four.
     for dtype in [DType::F64, DType::I64] {
-        assert!(
-            short_rows(&looked_up(ReduceOp::Sum, dtype, 64).0),
-            "{dtype:?}"
-        );
-        for len in [128, 256] {
+        for len in [64, 128] {
             let (strategy, text) = looked_up(ReduceOp::Sum, dtype, len);
-            assert!(
-                !short_rows(&strategy),
-                "{dtype:?} rows of {len}: {strategy:?}"
-            );
-            assert!(text.contains("not ShortRows: its rows of"), "{text}");
+            assert!(short_rows(&strategy), "{dtype:?} rows of {len}: {text}");
         }
+        let (strategy, text) = looked_up(ReduceOp::Sum, dtype, 256);
+        assert!(
+            !short_rows(&strategy),
+            "{dtype:?} rows of 256: {strategy:?}"
+        );
+        assert!(
+            text.contains("each lane would load 4 vectors of a row, more than the 2"),
+            "{text}"
+        );
     }
-    // An f64 max and an f64 variance leave them too; what counts is the
-    // input's width, not the accumulator's: an i32 sum (i64 accumulator)
-    // and an f32 argmax or variance (16 bytes) keep ShortRows.
-    assert!(!short_rows(&looked_up(ReduceOp::AMax, DType::F64, 128).0));
-    assert!(!short_rows(&looked_up(ReduceOp::Var, DType::F64, 128).0));
+    // An f64 max (8 bytes of state) follows the sums; an f64 variance
+    // (Welford's 32 bytes) leaves rows of 128 already. What counts is the
+    // input's width: an i32 sum (i64 accumulator) and an f32 argmax or
+    // variance (16 bytes) keep ShortRows.
+    assert!(short_rows(&looked_up(ReduceOp::AMax, DType::F64, 128).0));
+    assert!(!short_rows(&looked_up(ReduceOp::AMax, DType::F64, 256).0));
+    let (strategy, text) = looked_up(ReduceOp::Var, DType::F64, 128);
+    assert!(!short_rows(&strategy), "{strategy:?}");
+    assert!(text.contains("more than the 1"), "{text}");
     assert!(short_rows(&looked_up(ReduceOp::Sum, DType::I32, 256).0));
     assert!(short_rows(&looked_up(ReduceOp::ArgMax, DType::F32, 256).0));
     assert!(short_rows(&looked_up(ReduceOp::Var, DType::F32, 128).0));
