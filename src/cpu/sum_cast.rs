@@ -5,7 +5,7 @@
 //! would lose precision between two reduced dims: when the iterator over
 //! that cast copy has its two fastest dims both reduced (they did not
 //! coalesce), its `sum_out` sums `self.to(float32)` into a float32 buffer
-//! and rounds the result once (`should_use_acc_buffer`, pytorch#83149).
+//! and rounds the result once (`should_use_acc_buffer` in its `sum_out`).
 //! Whether that happens is a property of the copy's layout, so the same
 //! values give `inf + -inf = NaN` laid out one way and their float32 sum
 //! another: torch 2.11's CPU gives 10.5 for `[1e5, -1e5 + 3, 0.25, 0.25]`
@@ -110,7 +110,7 @@ mod tests {
     }
 
     #[test]
-    fn a_kept_fastest_dim_casts_first() {
+    fn merged_reduced_dims_cast_first() {
         // Channel statistics of a channels-last layout: the reduced dims,
         // spatial and batch, merge into one.
         let x = zeros(&[2, 5, 4, 3]).permute(&[0, 3, 1, 2]).unwrap();

@@ -43,7 +43,8 @@ impl Tensor {
     /// dims, dtype=dtype)`: each element is cast to `dtype` first. A
     /// floating input takes a floating `dtype` only (an integer one is an
     /// [`Error::UnsupportedDType`](crate::Error), as torch has no such
-    /// kernel); an integer input's nansum is [`Tensor::sum_dtype`].
+    /// kernel, unless the input is empty: then, as in torch, the result is
+    /// 0); an integer input's nansum is [`Tensor::sum_dtype`].
     ///
     /// ```
     /// use tensor_reduce::{bf16, DType, Tensor};

@@ -24,7 +24,7 @@ pub(crate) fn preserve_format_strides(shape: &[usize], strides: &[isize]) -> Str
 /// `is_non_overlapping_and_dense`: some order of the dims of more than one
 /// element packs them with no gap and no overlap (dims of 0 or 1 elements
 /// take any stride).
-pub(crate) fn is_non_overlapping_and_dense(shape: &[usize], strides: &[isize]) -> bool {
+fn is_non_overlapping_and_dense(shape: &[usize], strides: &[isize]) -> bool {
     let mut dims: Vec<usize> = (0..shape.len()).filter(|&d| shape[d] >= 2).collect();
     dims.sort_by_key(|&d| strides[d]);
     let mut expected = 1isize;
