@@ -45,10 +45,7 @@ fn two_fastest_dims_reduced(input: &Tensor, mask: &[bool], dtype: DType) -> Resu
     let size = dtype.size_in_bytes();
     let strides = preserve_format_strides(shape, input.strides());
     let copy = TensorIterator::reduction(shape, &strides, 0, size, size, mask)?;
-    Ok(copy.ndim() >= 2
-        && copy.strides(TensorIterator::OUTPUT)[..2]
-            .iter()
-            .all(|&s| s == 0))
+    Ok(copy.ndim() >= 2 && copy.is_dim_reduced(0) && copy.is_dim_reduced(1))
 }
 
 #[cfg(test)]
@@ -83,30 +80,20 @@ mod tests {
             cast_of(ReduceOp::Sum, &c, &mask, DType::F16),
             Some(DType::F16)
         );
-        // An f64 or i64 input is cast to f32, then summed.
-        let d = transposed(DType::F64);
-        assert_eq!(
-            cast_of(ReduceOp::Sum, &d, &mask, DType::F16),
-            Some(DType::F32)
-        );
-        let i = transposed(DType::I64);
-        assert_eq!(
-            cast_of(ReduceOp::Sum, &i, &mask, DType::BF16),
-            Some(DType::F32)
-        );
-        assert_eq!(
-            cast_of(ReduceOp::NanSum, &i, &mask, DType::F16),
-            Some(DType::F32)
-        );
-        // A product and a floating nansum cast first whatever the layout.
-        assert_eq!(
-            cast_of(ReduceOp::Prod, &d, &mask, DType::F16),
-            Some(DType::F16)
-        );
-        assert_eq!(
-            cast_of(ReduceOp::NanSum, &d, &mask, DType::F16),
-            Some(DType::F16)
-        );
+        // An f64 or i64 input is cast to f32, then summed; a product and a
+        // floating nansum cast first whatever the layout.
+        let (d, i) = (transposed(DType::F64), transposed(DType::I64));
+        let cases = [
+            (ReduceOp::Sum, &d, DType::F16, Some(DType::F32)),
+            (ReduceOp::Sum, &i, DType::BF16, Some(DType::F32)),
+            (ReduceOp::NanSum, &i, DType::F16, Some(DType::F32)),
+            (ReduceOp::Prod, &d, DType::F16, Some(DType::F16)),
+            (ReduceOp::NanSum, &d, DType::F16, Some(DType::F16)),
+        ];
+        for (op, input, dtype, cast) in cases {
+            let what = (op, input.dtype(), dtype);
+            assert_eq!(cast_of(op, input, &mask, dtype), cast, "{what:?}");
+        }
     }
 
     #[test]
