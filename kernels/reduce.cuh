@@ -137,6 +137,10 @@ struct ReduceArgs {
 // the bytes of one copy of staged rows (and their spans' alignment).
 constexpr int kMaxRowsPerThread = 8;
 constexpr int kMaxLookedUpRowsPerThread = 4;
+// The widest accumulator (sizeof(arg_t)) whose one-dim rows take
+// kMaxRowsPerThread a thread; wider ones (index pairs, Welford state) take
+// kMaxLookedUpRowsPerThread: SHORT_ROWS_EIGHT_ROWS_MAX_STATE_BYTES.
+constexpr int kEightRowsMaxStateBytes = 8;
 constexpr int kShortRowsThreads = 64;
 constexpr int kShortRowsMinBlocksPerSm = 16;
 constexpr int kShortRowsStageAlign = 16;
@@ -438,7 +442,8 @@ struct ReduceOp {
   // 54-70% (docs/PERFORMANCE.md).
   template <bool one_dim>
   struct ShortRowsSlice {
-    static constexpr int kRows = one_dim ? kMaxRowsPerThread : kMaxLookedUpRowsPerThread;
+    static constexpr int kRows =
+        one_dim && sizeof(arg_t) <= kEightRowsMaxStateBytes ? kMaxRowsPerThread : kMaxLookedUpRowsPerThread;
     index_t first_row;
     uint32_t lane;  // of the row's lanes_per_row
     bool live[kRows];

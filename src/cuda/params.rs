@@ -325,6 +325,10 @@ pub(crate) fn layout_asserts() -> String {
         crate::cuda::plan::SHORT_ROWS_MAX_ROWS_PER_THREAD as usize,
     );
     check(
+        "kEightRowsMaxStateBytes",
+        crate::cuda::plan::SHORT_ROWS_EIGHT_ROWS_MAX_STATE_BYTES as usize,
+    );
+    check(
         "kMaxLookedUpRowsPerThread",
         crate::cuda::plan::SHORT_ROWS_LOOKED_UP_MAX_ROWS_PER_THREAD as usize,
     );

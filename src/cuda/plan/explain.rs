@@ -530,6 +530,15 @@ fn write_short_rows(
             f,
             "    - the kept dims are one: a row's offsets are its index times one stride"
         )?;
+        let most = launch.short_rows_max_rows_per_thread();
+        if most < super::SHORT_ROWS_MAX_ROWS_PER_THREAD {
+            writeln!(
+                f,
+                "    - the op's state is {} B, wider than {} B: a thread takes at most {most} rows, whose states then fit its registers",
+                c.element_size_bytes,
+                super::SHORT_ROWS_EIGHT_ROWS_MAX_STATE_BYTES
+            )?;
+        }
     } else {
         writeln!(
             f,

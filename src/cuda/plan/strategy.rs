@@ -50,6 +50,24 @@ pub const SHORT_ROWS_MAX_ROWS_PER_THREAD: u32 = 8;
 /// rows of 16 at 5.61x (4.19x).
 pub const SHORT_ROWS_LOOKED_UP_MAX_ROWS_PER_THREAD: u32 = 4;
 
+/// The widest accumulator, in bytes, whose rows found by one stride take
+/// [`SHORT_ROWS_MAX_ROWS_PER_THREAD`] a thread in `short_rows_kernel`;
+/// wider state (index pairs, Welford's) takes
+/// [`SHORT_ROWS_LOOKED_UP_MAX_ROWS_PER_THREAD`] (`kEightRowsMaxStateBytes`,
+/// checked equal). With eight rows ptxas (sm_90, NVRTC 13.0) spilled 2916
+/// bytes a thread of var of f64's one-dim kernel, 312 of argmax of f32's
+/// and 172 of var of f32's; with four, 100, 0 and 0.
+///
+/// On an H100 (the sweep's rows of 2 to 16384, two alternating rounds of
+/// four rows against eight), argmax ran 1.18x faster in the geometric
+/// mean and var 1.19x: f64 and i64 rows of 2 to 128 1.59-1.99x (argmax)
+/// and f64 rows 2.99-3.65x (var), f32 rows of 4 to 16 1.18-1.45x
+/// (argmax), 16-bit rows of 16 1.12-1.14x; rows spread over 16 lanes or
+/// more (f32 rows of 64 and 128, 16-bit rows of 128), where each lane has
+/// one load a row and so four loads in flight instead of eight,
+/// 0.87-0.97x; rows of 4096 and longer level (PyTorch's plan).
+pub const SHORT_ROWS_EIGHT_ROWS_MAX_STATE_BYTES: u32 = 8;
+
 /// The blocks per SM that `short_rows_kernel`'s and `packed_rows_kernel`'s
 /// register budget is set for (their `__launch_bounds__`,
 /// `kShortRowsMinBlocksPerSm`, checked equal in the generated source): 64
@@ -935,11 +953,16 @@ pub(super) fn rows_by_one_stride(iter: &TensorIterator) -> bool {
     iter.shape().len() - iter.num_reduce_dims() <= 1
 }
 
-/// The most rows one thread of a ShortRows launch over `iter` takes (the
-/// register arrays of the kernel it runs): fewer where the rows are looked
-/// up one by one. Packed rows always lie in one kept dim.
-pub(super) fn short_rows_max_rows_per_thread(iter: &TensorIterator) -> u32 {
-    if rows_by_one_stride(iter) {
+/// The most rows one thread of a ShortRows launch of `config` over `iter`
+/// takes (the register arrays of the kernel it runs): fewer where the rows
+/// are looked up one by one or the accumulator is wider than
+/// [`SHORT_ROWS_EIGHT_ROWS_MAX_STATE_BYTES`]. Packed rows (always in one
+/// kept dim) run a kernel of their own with eight.
+pub(super) fn short_rows_max_rows_per_thread(iter: &TensorIterator, config: &ReduceConfig) -> u32 {
+    if config.packed_rows()
+        || (rows_by_one_stride(iter)
+            && config.element_size_bytes <= SHORT_ROWS_EIGHT_ROWS_MAX_STATE_BYTES)
+    {
         SHORT_ROWS_MAX_ROWS_PER_THREAD
     } else {
         SHORT_ROWS_LOOKED_UP_MAX_ROWS_PER_THREAD
@@ -1114,7 +1137,7 @@ fn short_rows_config(
     config.step_output = config.block_height * (props.warp_size / rows.lanes_per_row);
     let full_wave = short_rows_full_wave(props, &config);
     let groups = div_up(u64::from(num_outputs), u64::from(rows.rows_per_vector));
-    config.rows_per_thread = short_rows_max_rows_per_thread(iter);
+    config.rows_per_thread = short_rows_max_rows_per_thread(iter, &config);
     while config.rows_per_thread > 1
         && div_up(
             groups,

@@ -477,6 +477,35 @@ fn short_rows_find_rows_by_one_stride_where_the_kept_dims_coalesce() {
 }
 
 #[test]
+fn rows_of_wide_state_take_at_most_four_a_thread() {
+    // f32 rows of 16, 2^20 of them, found by one stride: sum's 4-byte
+    // state takes up to 8 a thread, argmax's 16-byte index pairs and
+    // var's Welford state 4, logsumexp's 8-byte pairs 8. Sum and argmax
+    // take their most (var's rows are staged, and its stage holds 2).
+    for (op, rows) in [
+        (ReduceOp::Sum, 8),
+        (ReduceOp::ArgMax, 4),
+        (ReduceOp::Var, 4),
+        (ReduceOp::LogSumExp, 8),
+    ] {
+        let p = plan_op(op, &[1 << 20, 16], &[16, 1], 0, &[1], DType::F32);
+        let l = only(&p);
+        assert!(matches!(l.strategy, Strategy::ShortRows(_)), "{op}: {p}");
+        assert_eq!(l.short_rows_max_rows_per_thread(), rows, "{op}");
+        assert!(l.config.rows_per_thread <= rows, "{op}: {p}");
+        if matches!(op, ReduceOp::Sum | ReduceOp::ArgMax) {
+            assert_eq!(l.config.rows_per_thread, rows, "{op}: {p}");
+        }
+        assert_eq!(
+            p.to_string()
+                .contains("wider than 8 B: a thread takes at most 4 rows"),
+            rows == 4,
+            "{op}: {p}"
+        );
+    }
+}
+
+#[test]
 fn looked_up_rows_take_at_most_four_a_thread() {
     // f32 rows of 16 (4 lanes, 16 rows a CTA pass, a wave of 2112 blocks
     // on 132 SMs), 2^20 of them: found by one stride, 8 a thread leave 8192
