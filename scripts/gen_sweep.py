@@ -40,7 +40,8 @@ odd sizes; a full sum of an odd count; and small column and middle-dim sums
 
 And benches/nd_rows.json, contiguous rows whose kept dims do not coalesce
 (rows looked up one by one, not found by one stride): `[R, 2048, L]`
-permuted to `[2048, R, L]` and summed over L, for L = 16, 64, 128 and 256
+permuted to `[2048, R, L]` and summed over L, for L = 2, 4, 8, 16, 64, 128, 256
+and 1024
 in f32, f16, f64 and i64 at the sweep's sizes.
 
 And benches/int_layouts.json, the integer dtypes the sweep leaves out (i32,
@@ -190,7 +191,7 @@ def nd_rows():
         nd(f"nd_{dtype}_rows{length}", [target(dtype, False) // (length * 2048 * ESIZE[dtype]), 2048, length], [2],
            view="permute(1,0,2)", dtype=dtype)
         for dtype in ("f32", "f16", "f64", "i64")
-        for length in (16, 64, 128, 256)
+        for length in (2, 4, 8, 16, 64, 128, 256, 1024)
     ]
 
 
