@@ -47,7 +47,8 @@ pub const SHORT_ROWS_MAX_ROWS_PER_THREAD: u32 = 8;
 /// to `[2048, R, L]`) f64 and i64 rows of 16 then ran at 2.60-2.62x
 /// torch's speed and rows of 64 at 1.49-1.50x, where eight rows holding
 /// both offsets had run at 1.64-1.71x and 0.98-0.99x (an earlier run); f32
-/// rows of 16 at 5.61x (4.19x).
+/// rows of 16 at 5.61x (4.19x). Rows found by one stride take as few
+/// where the op's state is wide ([`SHORT_ROWS_EIGHT_ROWS_MAX_STATE_BYTES`]).
 pub const SHORT_ROWS_LOOKED_UP_MAX_ROWS_PER_THREAD: u32 = 4;
 
 /// The widest accumulator, in bytes, whose rows found by one stride take
