@@ -944,11 +944,19 @@ pub(super) fn left_to_pytorch(
 /// [`LOOKED_UP_8_BYTE_MAX_VECTORS_PER_LANE`] or, for state wider than 8
 /// bytes, [`LOOKED_UP_8_BYTE_WIDE_STATE_MAX_VECTORS_PER_LANE`].
 pub(super) fn looked_up_8_byte_max_vectors_per_lane(signature: &Signature) -> u32 {
-    if signature.acc.size_in_bytes() <= 8 {
-        LOOKED_UP_8_BYTE_MAX_VECTORS_PER_LANE
-    } else {
+    if is_wide_state(signature.acc.size_in_bytes() as u32) {
         LOOKED_UP_8_BYTE_WIDE_STATE_MAX_VECTORS_PER_LANE
+    } else {
+        LOOKED_UP_8_BYTE_MAX_VECTORS_PER_LANE
     }
+}
+
+/// Whether an op's state (its accumulator) of `state_bytes` is wider than
+/// [`SHORT_ROWS_EIGHT_ROWS_MAX_STATE_BYTES`]: index pairs and Welford's,
+/// not the sums, products, max and min. The one rule behind every bound
+/// that treats wide state apart.
+fn is_wide_state(state_bytes: u32) -> bool {
+    state_bytes > SHORT_ROWS_EIGHT_ROWS_MAX_STATE_BYTES
 }
 
 /// Whether the rows of a single reduced dim are found by one stride: the
@@ -966,8 +974,7 @@ pub(super) fn rows_by_one_stride(iter: &TensorIterator) -> bool {
 /// kept dim) run a kernel of their own with eight.
 pub(super) fn short_rows_max_rows_per_thread(iter: &TensorIterator, config: &ReduceConfig) -> u32 {
     if config.packed_rows()
-        || (rows_by_one_stride(iter)
-            && config.element_size_bytes <= SHORT_ROWS_EIGHT_ROWS_MAX_STATE_BYTES)
+        || (rows_by_one_stride(iter) && !is_wide_state(config.element_size_bytes))
     {
         SHORT_ROWS_MAX_ROWS_PER_THREAD
     } else {
