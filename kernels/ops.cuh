@@ -19,7 +19,13 @@
 // before `sum(dtype=)`), then converted to compute_t, the type the op
 // computes in. Without a value-changing cast, cast_t is compute_t.
 // The kernel only ever calls these, so a new op is a new functor in
-// kernels/ops/, never a change to reduce.cuh. One trait is optional:
+// kernels/ops/, never a change to reduce.cuh. Two traits are optional:
+//   ops_t::kAnyOrder        true where the result is the same whatever
+//                          order the inputs meet in, to the bit (the index
+//                          ops: ties and NaNs go to the lower index, so the
+//                          winner is unique). The kernel may then fold a
+//                          lane's loads into one set of accumulators
+//                          (AnyOrder, below; thread_reduce_impl).
 //   ByteSum<ops_t, scalar_t>  true where reducing one-byte inputs is adding
 //                          them as integers, exact in any order: the kernel
 //                          may then add a load's bytes four an instruction
@@ -36,6 +42,20 @@ namespace tr {
 template <typename ops_t, typename scalar_t>
 struct ByteSum {
   static constexpr bool value = false;
+};
+
+// ops_t::kAnyOrder where the functor declares it, else false.
+template <typename T>
+struct VoidOf {
+  using type = void;
+};
+template <typename ops_t, typename = void>
+struct AnyOrder {
+  static constexpr bool value = false;
+};
+template <typename ops_t>
+struct AnyOrder<ops_t, typename VoidOf<decltype(ops_t::kAnyOrder)>::type> {
+  static constexpr bool value = ops_t::kAnyOrder;
 };
 
 // Per-launch scalars an op may need (mean's factor, var's correction): the

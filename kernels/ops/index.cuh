@@ -34,6 +34,9 @@ template <typename compute_t, typename cast_t, bool is_max>
 struct IndexOpsBase {
   using arg_t = ValueIndex<compute_t>;
   static constexpr int noutputs = 1;
+  // (value, index) pairs are totally ordered by beats: one pair wins
+  // however the partials meet.
+  static constexpr bool kAnyOrder = true;
   // Index 0 can only win a tie with the identity's value, which means every
   // element is that value and 0 is the answer.
   __device__ __forceinline__ static arg_t identity() {
