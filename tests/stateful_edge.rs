@@ -446,6 +446,54 @@ fn zero_dim(device: Device) {
     assert_eq!(f32s(&s.var(&[], 0.0, false).unwrap()), [0.0]);
 }
 
+/// Reduced dims of one element: argmax and argmin are index 0 whatever the
+/// value (NaN, -inf, a negative zero), in the output's shape, as i64, for
+/// every dtype and layout; max(dim) still gives the values. Expected values
+/// are torch 2.11's.
+fn one_element_reduced_dims(device: Device) {
+    let nan = f32::NAN;
+    let v = [2.0, nan, -f32::INFINITY, -0.0, 7.5, -1.0];
+    let x = t32(&v, &[3, 2, 1], device);
+    for (got, shape) in [
+        (x.argmax(Some(2), false).unwrap(), &[3, 2][..]),
+        (x.argmin(Some(-1), true).unwrap(), &[3, 2, 1][..]),
+    ] {
+        assert_eq!(
+            (i64s(&got), got.shape(), got.dtype()),
+            (vec![0; 6], shape, DType::I64)
+        );
+    }
+    // A size-1 dim of a strided, offset view of another dtype.
+    let base = t32(
+        &(0..24).map(|i| i as f32 - 12.0).collect::<Vec<_>>(),
+        &[4, 6],
+        device,
+    )
+    .to_dtype(DType::F16)
+    .unwrap();
+    let view = base.narrow(1, 3, 1).unwrap().transpose(0, 1).unwrap(); // [1, 4]
+    let got = view.argmax(Some(0), false).unwrap();
+    assert_eq!((i64s(&got), got.shape()), (vec![0; 4], &[4][..]));
+    // Integers, and a one-element tensor over every dim.
+    let i = Tensor::from_vec(vec![i64::MIN, 5, -3], &[3, 1])
+        .unwrap()
+        .to_device(device)
+        .unwrap();
+    assert_eq!(i64s(&i.argmin(Some(1), false).unwrap()), [0, 0, 0]);
+    let one = t32(&[nan], &[1, 1, 1], device);
+    assert_eq!(i64s(&one.argmax(None, false).unwrap()), [0]);
+    assert_eq!(one.argmax(None, true).unwrap().shape(), &[1, 1, 1]);
+    // max(dim) reads its values.
+    let (m, at) = x.max_dim(2, false).unwrap();
+    let m = f32s(&m);
+    assert!(
+        m[1].is_nan() && m[3].to_bits() == (-0.0f32).to_bits(),
+        "{m:?}"
+    );
+    assert_eq!((m[0], m[2], m[4], m[5]), (2.0, -f32::INFINITY, 7.5, -1.0));
+    assert_eq!(i64s(&at), [0; 6]);
+}
+
 /// A permuted view reduced over a dim that is neither its fastest nor its
 /// slowest in memory: `[6, 5, 40].permute(2, 0, 1)` over its last dim,
 /// whose result's fastest dim strides the input by 800 B, where the
@@ -512,6 +560,7 @@ backend_tests! {
     logsumexp_follows_torch => logsumexp;
     empty_and_bad_input_are_typed_errors => empty_and_bad_input;
     zero_dim_reductions => zero_dim;
+    one_element_reduced_dims_give_index_zero => one_element_reduced_dims;
     permuted_views_reduce_into_the_results_order => permuted_views;
 }
 

@@ -22,6 +22,9 @@ use std::fmt;
 pub enum CpuStrategy {
     /// Nothing to reduce: the input is empty and the result is zeros.
     Empty,
+    /// Nothing to read: every output reduces one input and the op's result
+    /// is then index 0 ([`ReduceOp::fills_index_zero`]), a zero fill.
+    IndexZeroFill,
     /// Each output reduces its own slice of the input (the reduced dims
     /// include the fastest-moving one, or no output dim is contiguous).
     /// Outputs are split across threads in blocks of `outputs_per_block`.
@@ -180,6 +183,8 @@ impl CpuPlan {
         let outputs_per_block = (PARALLEL_GRAIN / inputs_per_output.max(1)).max(1);
         let strategy = if iter.numel() == 0 {
             CpuStrategy::Empty
+        } else if signature.op.fills_index_zero(iter.numel(), num_outputs) {
+            CpuStrategy::IndexZeroFill
         } else if let Some(input_stride) = layout.single_inputs() {
             CpuStrategy::SingleInputs {
                 input_stride,
@@ -284,6 +289,10 @@ impl fmt::Display for CpuPlan {
             CpuStrategy::Empty => writeln!(
                 f,
                 "  empty input: nothing runs (the op's empty rule gives the result)"
+            ),
+            CpuStrategy::IndexZeroFill => writeln!(
+                f,
+                "  no loop: every output reduces one input, so every index is 0 (a zero fill)"
             ),
             CpuStrategy::Runs { outputs_per_block } => writeln!(
                 f,
@@ -546,6 +555,12 @@ mod tests {
         assert!(single.to_string().contains("one input per output, 1 apart"));
         let empty = plan(&[0, 3], &[0], false);
         assert_eq!(empty.strategy, CpuStrategy::Empty);
+        let x = Tensor::zeros(&[5, 1], DType::F32, Device::Cpu).unwrap();
+        let fill = x.explain_cpu(ReduceOp::ArgMin, &[1], false).unwrap();
+        assert_eq!(fill.strategy, CpuStrategy::IndexZeroFill);
+        assert!(fill.to_string().contains("every index is 0"), "{fill}");
+        let values = x.explain_cpu(ReduceOp::MinDim, &[1], false).unwrap();
+        assert_ne!(values.strategy, CpuStrategy::IndexZeroFill);
         let text = cols.to_string();
         assert!(
             text.contains("outer column tiles of 16384 outputs (3 per row x 1 rows)"),

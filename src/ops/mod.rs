@@ -1,7 +1,8 @@
 //! The public reductions, with torch's names and semantics. Every entry
 //! point is one call of [`run`] with its [`ReduceOp`]: resolve the dims,
-//! describe the op on the input's dtype, apply the empty-input rule, and
-//! hand the rest to the backend of the tensor's device.
+//! describe the op on the input's dtype, apply the empty-input rule and
+//! the one-input rule of the index ops, and hand the rest to the backend
+//! of the tensor's device.
 
 mod index;
 mod moments;
@@ -52,8 +53,14 @@ pub(crate) fn run_with(
         };
         return Ok((fill(sig.output)?, second.map(fill).transpose()?));
     }
+    let num_outputs: usize = rd.out_shape.iter().product();
+    if op.fills_index_zero(input.numel(), num_outputs) {
+        return Ok((
+            Tensor::zeros(&rd.out_shape, sig.output, input.device())?,
+            None,
+        ));
+    }
     sig.dispatch()?;
-    let num_outputs = rd.out_shape.iter().product();
     let params = sig.params(num_outputs, input.numel(), arg);
     let (a, b) = match input.device() {
         Device::Cpu => cpu::reduce(input, &rd.mask, &sig, params)?,

@@ -343,6 +343,17 @@ impl ReduceOp {
         }
     }
 
+    /// Whether the result of `numel` inputs reduced into `num_outputs`
+    /// outputs is the index 0 everywhere whatever the inputs are: argmax
+    /// and argmin where each output reduces a single input (every reduced
+    /// dim of size 1). The result is then a zero fill that reads nothing,
+    /// as torch writes it: on an H100 torch's CUDA argmax of a
+    /// `[67108864, 1]` f32 tensor over dim 1 took 171 µs, our reduction
+    /// 448 µs.
+    pub const fn fills_index_zero(self, numel: usize, num_outputs: usize) -> bool {
+        numel != 0 && numel == num_outputs && matches!(self, ReduceOp::ArgMax | ReduceOp::ArgMin)
+    }
+
     /// Whether the op takes a `dtype=` argument in torch.
     pub const fn takes_dtype(self) -> bool {
         matches!(
@@ -776,5 +787,25 @@ mod tests {
             assert_eq!(ReduceOp::from_name(op.name()), Some(op), "{op}");
         }
         assert_eq!(ReduceOp::from_name("amin"), Some(ReduceOp::AMin));
+    }
+
+    /// The zero fill writes a single output of indices: it must never
+    /// claim an op that has a second output or another result dtype, nor
+    /// outputs of more than one input, nor an empty input.
+    #[test]
+    fn index_zero_fills_are_one_input_index_ops() {
+        let claimed: Vec<ReduceOp> = ReduceOp::ALL
+            .into_iter()
+            .filter(|op| op.fills_index_zero(6, 6))
+            .collect();
+        assert!(ReduceOp::ALL
+            .into_iter()
+            .all(|op| !op.fills_index_zero(6, 3) && !op.fills_index_zero(0, 0)));
+        assert_eq!(claimed, [ReduceOp::ArgMax, ReduceOp::ArgMin]);
+        for op in claimed {
+            for sig in op.all_signatures() {
+                assert_eq!((sig.output, sig.second_output()), (I64, None), "{op}");
+            }
+        }
     }
 }

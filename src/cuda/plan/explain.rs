@@ -41,6 +41,12 @@ impl Display for ReducePlan {
             "  {outputs} outputs x {inputs} inputs each = {} elements",
             it.numel()
         )?;
+        if self.launches.is_empty() && it.numel() != 0 {
+            return writeln!(
+                f,
+                "no launch: every output reduces one input, so every index is 0 (a zero fill)"
+            );
+        }
         if self.launches.is_empty() {
             return writeln!(
                 f,

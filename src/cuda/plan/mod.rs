@@ -402,7 +402,12 @@ impl ReducePlan {
             needs_acc_buffer: false,
             acc_buffer_bytes: 0,
         };
-        if iter.numel() == 0 {
+        // No launch where the input is empty (the entry point fills the
+        // empty rule's value) or the op's result is a fill of index 0.
+        let fill = signature
+            .op
+            .fills_index_zero(iter.numel(), iter.num_output_elements());
+        if iter.numel() == 0 || fill {
             return Ok(plan);
         }
         let sub_iters = split_32bit(iter, MAX_LAUNCHES)?;

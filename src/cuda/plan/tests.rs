@@ -838,6 +838,43 @@ fn empty_input_plans_no_launch() {
 }
 
 #[test]
+fn index_ops_over_one_element_plan_no_launch() {
+    // [4, 1, 3] over dim 1: every output reduces one input.
+    for op in [ReduceOp::ArgMax, ReduceOp::ArgMin] {
+        let p = plan_op(op, &[4, 1, 3], &[3, 3, 1], 0, &[1], DType::F16);
+        assert!(p.launches.is_empty(), "{op}");
+        assert!(p.to_string().contains("every index is 0"), "{p}");
+    }
+    // max(dim) reads the values; argmax of two inputs an output reduces.
+    assert_eq!(
+        plan_op(
+            ReduceOp::MaxDim,
+            &[4, 1, 3],
+            &[3, 3, 1],
+            0,
+            &[1],
+            DType::F16
+        )
+        .launches
+        .len(),
+        1
+    );
+    assert_eq!(
+        plan_op(
+            ReduceOp::ArgMax,
+            &[4, 2, 3],
+            &[6, 3, 1],
+            0,
+            &[1],
+            DType::F16
+        )
+        .launches
+        .len(),
+        1
+    );
+}
+
+#[test]
 fn kernel_types_read_the_input_and_accumulate_in_the_outputs_acc_type() {
     use DType::*;
     // (input, output) -> (scalar_t, arg_t, input_vec_size, can_accumulate_in_output).
