@@ -846,32 +846,13 @@ fn index_ops_over_one_element_plan_no_launch() {
         assert!(p.to_string().contains("every index is 0"), "{p}");
     }
     // max(dim) reads the values; argmax of two inputs an output reduces.
-    assert_eq!(
-        plan_op(
-            ReduceOp::MaxDim,
-            &[4, 1, 3],
-            &[3, 3, 1],
-            0,
-            &[1],
-            DType::F16
-        )
-        .launches
-        .len(),
-        1
-    );
-    assert_eq!(
-        plan_op(
-            ReduceOp::ArgMax,
-            &[4, 2, 3],
-            &[6, 3, 1],
-            0,
-            &[1],
-            DType::F16
-        )
-        .launches
-        .len(),
-        1
-    );
+    for (op, shape, strides) in [
+        (ReduceOp::MaxDim, [4, 1, 3], [3, 3, 1]),
+        (ReduceOp::ArgMax, [4, 2, 3], [6, 3, 1]),
+    ] {
+        let p = plan_op(op, &shape, &strides, 0, &[1], DType::F16);
+        assert_eq!(p.launches.len(), 1, "{op}");
+    }
 }
 
 #[test]
