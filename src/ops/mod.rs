@@ -13,6 +13,7 @@ mod value;
 use crate::cuda::plan::{DeviceProps, ReducePlan};
 use crate::iter::TensorIterator;
 use crate::reduce::{EmptyRule, ReduceDims, ReduceOp};
+use crate::tensor::checked_numel;
 use crate::{cpu, cuda, DType, Device, Result, Tensor};
 
 /// Runs `op` over `dims` of `input` (torch's dims rules, see
@@ -53,7 +54,7 @@ pub(crate) fn run_with(
         };
         return Ok((fill(sig.output)?, second.map(fill).transpose()?));
     }
-    let num_outputs: usize = rd.out_shape.iter().product();
+    let num_outputs = checked_numel(&rd.out_shape)?;
     if op.fills_index_zero(input.numel(), num_outputs) {
         return Ok((
             Tensor::zeros(&rd.out_shape, sig.output, input.device())?,

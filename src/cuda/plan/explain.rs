@@ -41,7 +41,7 @@ impl Display for ReducePlan {
             "  {outputs} outputs x {inputs} inputs each = {} elements",
             it.numel()
         )?;
-        if self.launches.is_empty() && it.numel() != 0 {
+        if sig.op.fills_index_zero(it.numel(), outputs) {
             return writeln!(
                 f,
                 "no launch: every output reduces one input, so every index is 0 (a zero fill)"
