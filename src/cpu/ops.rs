@@ -229,6 +229,23 @@ pub(crate) trait ReduceOps<W: Compute>: Copy + Send + Sync {
     fn reduce(&self, acc: Self::Acc, x: W, idx: usize) -> Self::Acc;
     fn combine(&self, a: Self::Acc, b: Self::Acc) -> Self::Acc;
     fn project(&self, a: Self::Acc) -> Self::Out;
+    /// The fold of the contiguous run `x` (reduce indices from `first`,
+    /// widened 8 at a time by `widen8` and one by one by `widen`) in one
+    /// step, for an op whose result is the same in any order of its folds
+    /// and combines (the GPU's `kAnyOrder`): the caller combines it into
+    /// any one of its lanes. `None`, every op's default, folds the run
+    /// element by element.
+    #[inline(always)]
+    fn fold_run<T: Copy>(
+        &self,
+        x: &[T],
+        first: usize,
+        widen8: impl Fn(&[T; 8]) -> [W; 8],
+        widen: impl Fn(T) -> W,
+    ) -> Option<Self::Acc> {
+        let _ = (x, first, widen8, widen);
+        None
+    }
 }
 
 /// `tr::SumOps`.
