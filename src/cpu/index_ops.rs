@@ -63,10 +63,10 @@ fn pick<W: Compute>(
 /// beside torch's CPU argmax in the same runs, f32 rows of 16 to 16384
 /// went from 0.47-0.65x torch's speed to 2.1-3.2x, f64 rows of 16 and 128
 /// from 0.54-0.56x to 1.5-1.9x and i64 rows of 16 from 0.38x to
-/// 0.73-0.87x. `better(a, b)` is the strict
-/// order of the op (`>` for max); `identity` its identity's value, which
-/// no value is worse than, so the best value is always found in the run.
-/// `None` where the run is empty.
+/// 0.73-0.87x. `better(a, b)` is the strict order of the op (`>` for
+/// max); `identity` its identity's value, which no value is worse than,
+/// so the best value is always found in the run. `None` where the run is
+/// empty.
 #[inline(always)]
 fn pick_run<T: Copy, W: Compute>(
     x: &[T],
