@@ -13,31 +13,19 @@ pub(crate) struct ValueIndex<W> {
     pub index: i64,
 }
 
-/// PyTorch's `GreaterOrNan`: whether `(a, ia)` beats `(b, ib)` for max.
-/// NaN beats every number; among equal values and among NaNs the lower
-/// index wins, so the result does not depend on the combine order.
+/// PyTorch's `GreaterOrNan` (`better` is `>`) and `LessOrNan` (`<`):
+/// whether `(a, ia)` beats `(b, ib)`. NaN beats every number; among equal
+/// values and among NaNs the lower index wins, so the result does not
+/// depend on the combine order.
 #[inline(always)]
-fn greater_or_nan<W: Compute>(a: W, b: W, ia: i64, ib: i64) -> bool {
+fn beats<W: Compute>(a: W, b: W, ia: i64, ib: i64, better: impl Fn(W, W) -> bool) -> bool {
     if a.is_nan() {
         return !b.is_nan() || ia < ib;
     }
     if a == b {
         ia < ib
     } else {
-        a > b
-    }
-}
-
-/// PyTorch's `LessOrNan`: [`greater_or_nan`] for min (NaN still wins).
-#[inline(always)]
-fn less_or_nan<W: Compute>(a: W, b: W, ia: i64, ib: i64) -> bool {
-    if a.is_nan() {
-        return !b.is_nan() || ia < ib;
-    }
-    if a == b {
-        ia < ib
-    } else {
-        a < b
+        better(a, b)
     }
 }
 
@@ -45,9 +33,9 @@ fn less_or_nan<W: Compute>(a: W, b: W, ia: i64, ib: i64) -> bool {
 fn pick<W: Compute>(
     a: ValueIndex<W>,
     b: ValueIndex<W>,
-    beats: fn(W, W, i64, i64) -> bool,
+    better: impl Fn(W, W) -> bool,
 ) -> ValueIndex<W> {
-    if beats(a.value, b.value, a.index, b.index) {
+    if beats(a.value, b.value, a.index, b.index, better) {
         a
     } else {
         b
@@ -137,11 +125,11 @@ fn first_where<T: Copy, W: Compute>(
         .map(|p| tail + p)
 }
 
-/// One index functor: `$ident` is the identity's value, `$beats` the
-/// comparison, `$better` the strict order of values it breaks ties of,
+/// One index functor: `$ident` is the identity's value, `$better` the
+/// strict order of values ([`beats`] breaks its ties and places NaN),
 /// `$project` what the result is made of.
 macro_rules! index_ops {
-    ($(#[$doc:meta])* $name:ident, $ident:ident, $beats:ident, $better:tt, $out:ty, |$a:ident| $project:expr) => {
+    ($(#[$doc:meta])* $name:ident, $ident:ident, $better:tt, $out:ty, |$a:ident| $project:expr) => {
         $(#[$doc])*
         #[derive(Clone, Copy, Debug, Default)]
         pub(crate) struct $name;
@@ -157,11 +145,11 @@ macro_rules! index_ops {
             }
             #[inline(always)]
             fn reduce(&self, acc: ValueIndex<W>, x: W, idx: usize) -> ValueIndex<W> {
-                pick(acc, ValueIndex { value: x, index: idx as i64 }, $beats::<W>)
+                pick(acc, ValueIndex { value: x, index: idx as i64 }, |a: W, b: W| a $better b)
             }
             #[inline(always)]
             fn combine(&self, a: ValueIndex<W>, b: ValueIndex<W>) -> ValueIndex<W> {
-                pick(a, b, $beats::<W>)
+                pick(a, b, |a: W, b: W| a $better b)
             }
             #[inline(always)]
             fn project(&self, $a: ValueIndex<W>) -> $out {
@@ -183,19 +171,19 @@ macro_rules! index_ops {
 
 index_ops!(
     /// `tr::MaxDimOps`: `torch.max(x, dim)`, (value, index).
-    MaxDimOps, LOWEST, greater_or_nan, >, Both<W, Index>, |a| Both(a.value, Index(a.index))
+    MaxDimOps, LOWEST, >, Both<W, Index>, |a| Both(a.value, Index(a.index))
 );
 index_ops!(
     /// `tr::MinDimOps`: `torch.min(x, dim)`, (value, index).
-    MinDimOps, HIGHEST, less_or_nan, <, Both<W, Index>, |a| Both(a.value, Index(a.index))
+    MinDimOps, HIGHEST, <, Both<W, Index>, |a| Both(a.value, Index(a.index))
 );
 index_ops!(
     /// `tr::ArgMaxOps`.
-    ArgMaxOps, LOWEST, greater_or_nan, >, Index, |a| Index(a.index)
+    ArgMaxOps, LOWEST, >, Index, |a| Index(a.index)
 );
 index_ops!(
     /// `tr::ArgMinOps`.
-    ArgMinOps, HIGHEST, less_or_nan, <, Index, |a| Index(a.index)
+    ArgMinOps, HIGHEST, <, Index, |a| Index(a.index)
 );
 
 /// `tr::MinMaxOps`: `torch.aminmax`, (min, max) with NaN propagating to
