@@ -7,6 +7,8 @@ mod dims;
 mod op;
 
 pub use dims::ReduceDims;
+pub(crate) use op::WiderLoads;
 pub use op::{
     Accumulator, EmptyRule, NormKind, OpParams, ReduceOp, Signature, BYTE_SUM_INPUT_VEC_SIZE,
+    SIXTEEN_BIT_WIDE_VEC_SIZE,
 };

@@ -516,15 +516,17 @@ impl ReduceOp {
             acc,
             output,
             vt0,
-            input_vec_size: if wide_16bit { 8 } else { vt0 },
+            input_vec_size: if wide_16bit {
+                SIXTEEN_BIT_WIDE_VEC_SIZE
+            } else {
+                vt0
+            },
             max_num_threads: MAX_NUM_THREADS,
         };
         Ok(Signature {
-            input_vec_size: if pytorch.sums_bytes() {
-                BYTE_SUM_INPUT_VEC_SIZE
-            } else {
-                pytorch.input_vec_size
-            },
+            input_vec_size: pytorch
+                .wider_loads()
+                .map_or(pytorch.input_vec_size, WiderLoads::vec_size),
             ..pytorch
         })
     }
@@ -560,6 +562,46 @@ impl fmt::Display for ReduceOp {
 /// rows of u8 and bool took the most lanes a byte of any dtype.
 pub const BYTE_SUM_INPUT_VEC_SIZE: u32 = 16;
 
+/// Inputs a lane loads at once of a 16-bit input where it loads 16 bytes:
+/// sum, mean and nansum as PyTorch does, and the index ops
+/// ([`WiderLoads::SixteenBitPicks`]).
+pub const SIXTEEN_BIT_WIDE_VEC_SIZE: u32 = 8;
+
+/// Where our kernel loads more inputs at once than PyTorch's `vt0`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WiderLoads {
+    /// Byte sums ([`Signature::sums_bytes`]) load
+    /// [`BYTE_SUM_INPUT_VEC_SIZE`] bytes.
+    ByteSums,
+    /// The index ops load 16 bytes of 16-bit inputs
+    /// ([`SIXTEEN_BIT_WIDE_VEC_SIZE`]). A pick of value and index is the
+    /// same in any order, so how many inputs a lane loads at once cannot
+    /// change its bits; with 8-byte loads, argmax and max(dim) of f16 rows
+    /// of 4096 and longer read at 58-60% of an H100's read ceiling, where
+    /// f32 rows (16-byte loads) read at 84-91%.
+    SixteenBitPicks,
+}
+
+impl WiderLoads {
+    /// The inputs a lane loads at once.
+    pub(crate) fn vec_size(self) -> u32 {
+        match self {
+            WiderLoads::ByteSums => BYTE_SUM_INPUT_VEC_SIZE,
+            WiderLoads::SixteenBitPicks => SIXTEEN_BIT_WIDE_VEC_SIZE,
+        }
+    }
+
+    /// Why, in `explain`'s words.
+    pub(crate) fn reason(self) -> &'static str {
+        match self {
+            WiderLoads::ByteSums => "the op sums bytes",
+            WiderLoads::SixteenBitPicks => {
+                "16 bytes of 16-bit inputs, and a pick is the same in any order"
+            }
+        }
+    }
+}
+
 impl Signature {
     /// Whether this is an integer sum of u8 or bool inputs into i64 with no
     /// cast: reducing its inputs is adding bytes, exact in any order, which
@@ -583,12 +625,40 @@ impl Signature {
             && self.cast.is_none()
     }
 
-    /// The `input_vec_size` PyTorch's own kernel has for this signature:
-    /// [`Signature::input_vec_size`] but for byte sums, which PyTorch loads
-    /// `vt0` at a time. The planner's port of `setReduceConfig` reads it
-    /// where it shows what PyTorch itself would launch.
-    pub fn pytorch_input_vec_size(&self) -> u32 {
+    /// Where our kernel loads more inputs at once than PyTorch's (`vt0`,
+    /// this signature's `input_vec_size` as PyTorch has it), and why.
+    pub(crate) fn wider_loads(&self) -> Option<WiderLoads> {
         if self.sums_bytes() {
+            Some(WiderLoads::ByteSums)
+        } else if matches!(self.acc, Accumulator::ValueIndex(_)) && self.input.size_in_bytes() == 2
+        {
+            Some(WiderLoads::SixteenBitPicks)
+        } else {
+            None
+        }
+    }
+
+    /// Why this signature's kernel loads more inputs at once than
+    /// PyTorch's, where it does (`explain` says so beside PyTorch's
+    /// launch).
+    pub fn wider_loads_reason(&self) -> Option<&'static str> {
+        self.wider_loads().map(WiderLoads::reason)
+    }
+
+    /// The `input_vec_size` PyTorch's own kernel has for this signature:
+    /// [`Signature::input_vec_size`] but where ours loads more inputs at
+    /// once (byte sums, and the index ops of 16-bit inputs), which PyTorch
+    /// loads `vt0` at a time. The planner's port of `setReduceConfig` reads
+    /// it where it shows what PyTorch itself would launch.
+    ///
+    /// ```
+    /// use tensor_reduce::{reduce::ReduceOp, DType};
+    /// let s = ReduceOp::ArgMax.signature(DType::BF16, None)?;
+    /// assert_eq!((s.input_vec_size, s.pytorch_input_vec_size()), (8, 4));
+    /// # Ok::<(), tensor_reduce::Error>(())
+    /// ```
+    pub fn pytorch_input_vec_size(&self) -> u32 {
+        if self.wider_loads().is_some() {
             self.vt0
         } else {
             self.input_vec_size

@@ -166,14 +166,13 @@ fn write_launch(
         let [pgx, pgy, pgz] = pt.grid();
         let [pbx, pby, pbz] = pt.block();
         let sig = &plan.signature;
-        let loads = if sig.pytorch_input_vec_size() == sig.input_vec_size {
-            String::new()
-        } else {
-            format!(
-                " input_vec_size={} (ours loads {}: the op sums bytes)",
+        let loads = match sig.wider_loads_reason() {
+            Some(why) => format!(
+                " input_vec_size={} (ours loads {}: {why})",
                 sig.pytorch_input_vec_size(),
                 sig.input_vec_size
-            )
+            ),
+            None => String::new(),
         };
         writeln!(
             f,
@@ -468,6 +467,7 @@ fn write_short_rows(
     let rows_per_warp = c.block_width / rows.lanes_per_row;
     let vectors = rows.vectors_per_lane();
     let packed = rows.rows_per_vector;
+    let row_loads = super::strategy::short_row_load_inputs(&plan.signature, rows.row_len.into());
     if packed > 1 {
         writeln!(
             f,
@@ -556,7 +556,7 @@ fn write_short_rows(
         writeln!(
             f,
             "    - the only reduced dim is contiguous with {} inputs, which divide the widest load ({} inputs: 16 B or the op's {}), and the rows lie end to end from a base aligned to it in one kept dim whose outputs lie end to end too: a lane reads {packed} rows with one load and stores their {packed} results together (a lane per row took {packed} times the load and store instructions for the same bytes); the last group of rows, if short, is read input by input",
-            rows.row_len, rows.row_vec_size, c.input_vec_size
+            rows.row_len, rows.row_vec_size, row_loads
         )?;
     } else if rows.ragged {
         writeln!(
@@ -579,7 +579,7 @@ fn write_short_rows(
             rows.row_len,
             rows.lanes_per_row,
             rows.row_vec_size,
-            c.input_vec_size,
+            row_loads,
             super::SHORT_ROWS_MAX_VECTORS_PER_LANE
         )?;
     } else if rows.staged {
@@ -596,6 +596,15 @@ fn write_short_rows(
             "    - the only reduced dim is contiguous with {} inputs that no vector load fits (a length or row start off a vector boundary), and a row is at most {} B: a lane per row, loading it scalar by scalar, keeps a load of each of its rows in flight; the warp's first loads fetch its rows' sectors and the rest hit L1",
             rows.row_len,
             super::SCALAR_ROW_MAX_BYTES
+        )?;
+    }
+    if row_loads < c.input_vec_size {
+        writeln!(
+            f,
+            "    - a row of fewer than {} inputs keeps PyTorch's {row_loads}-input loads, not the op's {} ({}): on rows of 16 and of 2, the wider loads left fewer lanes a row with more serial picks each, and ran slower",
+            super::SHORT_ROWS_WIDE_PICKS_MIN_ROW,
+            c.input_vec_size,
+            plan.signature.wider_loads_reason().unwrap_or("its wider loads")
         )?;
     }
     if let Some(pt) = &launch.pytorch_config {

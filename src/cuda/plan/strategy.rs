@@ -14,7 +14,7 @@ use super::config::{
 use super::residency::{wave_ctas, KernelRegisters};
 use super::{DeviceProps, ReduceConfig};
 use crate::iter::TensorIterator;
-use crate::reduce::Signature;
+use crate::reduce::{Signature, WiderLoads};
 
 /// Threads per block under [`Strategy::ShortRows`] (at most the op's
 /// `max_num_threads`): a warp per block row, several rows per warp, two
@@ -79,11 +79,35 @@ pub const SHORT_ROWS_EIGHT_ROWS_MAX_STATE_BYTES: u32 = 8;
 pub const SHORT_ROWS_MIN_BLOCKS_PER_SM: u32 = 16;
 
 /// ShortRows launches whose rows are read in whole vectors of this many
-/// inputs or more (sums and means of 16-bit inputs: 8 f32 values out of
+/// inputs or more (sums, means and index ops of 16-bit inputs: 8 f32 values out of
 /// each 16-byte load) run `short_rows_kernel`'s `wide_loads`
 /// instantiation, budgeted for [`SHORT_ROWS_WIDE_MIN_BLOCKS_PER_SM`] blocks
 /// (`kShortRowsWideVecSize`, checked equal; [`ReduceConfig::wide_loads`]).
 pub const SHORT_ROWS_WIDE_VEC_SIZE: u32 = 8;
+
+/// The shortest row that [`Strategy::ShortRows`] reads with the index ops'
+/// 16-byte loads of 16-bit inputs ([`WiderLoads::SixteenBitPicks`]);
+/// shorter rows keep PyTorch's 8-byte loads. On an H100 (three alternating
+/// rounds, 268 MB), f16 and bf16 rows of 128 ran 1.54-1.56x faster in
+/// 16-byte loads (16 lanes a row, where 8-byte loads took a warp and one
+/// more level of shuffles of the 16-byte pairs), but rows of 16 ran
+/// 0.85-0.89x (two lanes a row, eight serial picks each) and rows of 2
+/// packed four a load (`max(dim)`) 0.58x.
+pub const SHORT_ROWS_WIDE_PICKS_MIN_ROW: u64 = 64;
+
+/// The most inputs a lane of [`Strategy::ShortRows`] loads at once from a
+/// row of `row_len` inputs: the op's `input_vec_size`, but PyTorch's for
+/// the index ops' wider loads of rows shorter than
+/// [`SHORT_ROWS_WIDE_PICKS_MIN_ROW`].
+pub(super) fn short_row_load_inputs(signature: &Signature, row_len: u64) -> u32 {
+    if signature.wider_loads() == Some(WiderLoads::SixteenBitPicks)
+        && row_len < SHORT_ROWS_WIDE_PICKS_MIN_ROW
+    {
+        signature.pytorch_input_vec_size()
+    } else {
+        signature.input_vec_size
+    }
+}
 
 /// Whether a module whose loads hold `input_vec_size` inputs has
 /// `short_rows_kernel`'s `wide_loads` instantiation: the one rule that both
@@ -383,7 +407,7 @@ pub struct ShortRows {
     /// Inputs in a row (the reduced dim's size).
     pub row_len: u32,
     /// Inputs per load: the widest power of two that fits 16 bytes and the
-    /// op's `input_vec_size`, divides the row, and every row start is
+    /// op's loads for the row ([`short_row_load_inputs`]), divides the row, and every row start is
     /// aligned to; under [`ShortRows::ragged`], the widest of all, which
     /// does neither; for packed rows ([`ShortRows::rows_per_vector`]), the
     /// rows a load holds times their length.
@@ -844,7 +868,7 @@ pub(super) fn short_rows(
                 .zip(&strides[nrd..])
                 .all(|(&n, &st)| n == 1 || st.unsigned_abs() % bytes == 0)
     };
-    let widest = u64::from(signature.input_vec_size).min(16 / scalar);
+    let widest = u64::from(short_row_load_inputs(signature, row_len)).min(16 / scalar);
     let mut row_vec_size = widest;
     while row_vec_size > 1
         && !(row_len % row_vec_size == 0 && row_starts_aligned(row_vec_size * scalar))

@@ -449,6 +449,72 @@ fn byte_sums_show_pytorch_own_narrower_loads() {
 }
 
 #[test]
+fn index_ops_load_16_bytes_of_16_bit_rows_and_show_pytorchs_8() {
+    // PyTorch loads 4 f16 at a time for argmax and max(dim) (only its sums
+    // and means of 16-bit inputs load 8); a pick's bits do not depend on
+    // how a lane loads, so ours loads 8 and explain shows both.
+    for op in [ReduceOp::ArgMax, ReduceOp::MinDim] {
+        let p = plan_op(op, &[300, 4096], &[4096, 1], 0, &[1], DType::BF16);
+        let l = only(&p);
+        assert_eq!(l.strategy, Strategy::PyTorch, "{op}");
+        assert_eq!(l.config.input_vec_size, 8, "{op}");
+        let pt = l.pytorch_config.expect("PyTorch's own loads differ");
+        assert_eq!(pt.input_vec_size, 4, "{op}");
+        let text = p.to_string();
+        assert!(
+            text.contains("input_vec_size=4 (ours loads 8: 16 bytes of 16-bit inputs, and a pick is the same in any order)"),
+            "{text}"
+        );
+    }
+    // f32 already loads 16 bytes, as PyTorch does: nothing to show.
+    let p = plan_op(
+        ReduceOp::ArgMax,
+        &[300, 4096],
+        &[4096, 1],
+        0,
+        &[1],
+        DType::F32,
+    );
+    assert_eq!(only(&p).config.input_vec_size, 4);
+    assert!(only(&p).pytorch_config.is_none());
+}
+
+#[test]
+fn index_ops_keep_8_byte_loads_on_short_16_bit_rows() {
+    // Short rows read in 16-byte loads had fewer lanes a row, each with more
+    // serial picks: rows shorter than SHORT_ROWS_WIDE_PICKS_MIN_ROW load at
+    // most PyTorch's 4 inputs; from there on, whole 16-byte vectors.
+    for op in [ReduceOp::ArgMax, ReduceOp::MaxDim] {
+        for row in [2usize, 4, 16, 32, 64, 128, 256] {
+            let p = plan_op(op, &[1 << 16, row], &[row as isize, 1], 0, &[1], DType::F16);
+            let l = only(&p);
+            let Strategy::ShortRows(r) = l.strategy else {
+                panic!("{op} rows of {row}: {:?}", l.strategy)
+            };
+            // A load's inputs, of one row or of several packed ones.
+            if (row as u64) < SHORT_ROWS_WIDE_PICKS_MIN_ROW {
+                assert!(
+                    r.row_vec_size <= 4 && !l.config.wide_loads(),
+                    "{op} rows of {row}: {r:?}"
+                );
+                assert!(
+                    p.to_string().contains("keeps PyTorch's 4-input loads"),
+                    "{p}"
+                );
+            } else {
+                assert_eq!(
+                    (r.row_vec_size, r.lanes_per_row),
+                    (8, (row / 8).min(32) as u32),
+                    "{op} rows of {row}"
+                );
+                assert!(l.config.wide_loads(), "{op} rows of {row}");
+                assert!(!p.to_string().contains("keeps PyTorch's"), "{p}");
+            }
+        }
+    }
+}
+
+#[test]
 fn short_rows_find_rows_by_one_stride_where_the_kept_dims_coalesce() {
     let short_rows = |shape: &[usize], strides: &[isize]| {
         let l = only(&plan(shape, strides, 0, &[shape.len() - 1], DType::F32)).clone();
