@@ -87,13 +87,16 @@ pub const SHORT_ROWS_WIDE_VEC_SIZE: u32 = 8;
 
 /// The shortest row that [`Strategy::ShortRows`] reads with the index ops'
 /// 16-byte loads of 16-bit inputs ([`WiderLoads::SixteenBitPicks`]);
-/// shorter rows keep PyTorch's 8-byte loads. On an H100 (three alternating
-/// rounds, 268 MB), f16 and bf16 rows of 128 ran 1.54-1.56x faster in
-/// 16-byte loads (16 lanes a row, where 8-byte loads took a warp and one
-/// more level of shuffles of the 16-byte pairs), but rows of 16 ran
-/// 0.85-0.89x (two lanes a row, eight serial picks each) and rows of 2
-/// packed four a load (`max(dim)`) 0.58x.
-pub const SHORT_ROWS_WIDE_PICKS_MIN_ROW: u64 = 64;
+/// shorter rows keep PyTorch's 8-byte loads. On an H100 (argmax, 268 MB,
+/// against the 8-byte loads, alternating builds), f16 and bf16 rows of 32
+/// ran 1.42-1.44x faster with them, rows of 64 1.47-1.52x and rows of 128
+/// 1.54-1.57x (a warp's lanes over 16-32 loads of 8 bytes, then a level of
+/// shuffles of 16-byte pairs more), rows of 256 0.97x and rows of 4096
+/// and longer (PyTorch's plan) 1.02-1.05x. Rows of 16 ran 0.85-0.89x (two
+/// lanes of 8 picks each, where the 8-byte loads stage the row through
+/// shared memory, a lane each), and rows of 2 packed four a load 0.58x
+/// (`max(dim)`).
+pub const SHORT_ROWS_WIDE_PICKS_MIN_ROW: u64 = 32;
 
 /// The most inputs a lane of [`Strategy::ShortRows`] loads at once from a
 /// row of `row_len` inputs: the op's `input_vec_size`, but PyTorch's for
