@@ -81,10 +81,11 @@ fn pick_run<T: Copy, W: Compute>(
     }
     // The sets meet before the remainder's chunks, into a new local: a
     // second loop updating `s0` kept the sets in memory through the main
-    // loop, 5x slower an element from L1. On the 2-core machine (three
-    // rounds, old and new build interleaved) argmax of f32 rows of 128 to
-    // 16384 ran 1.21-1.39x faster and 16-bit ones 1.26-1.84x; 8-byte rows
-    // (4 lanes a vector, at the memory's speed before) stayed level.
+    // loop (5x slower an element, a standalone copy reading f32 from L1).
+    // On the 2-core machine (three rounds, old and new build interleaved)
+    // argmax of f32 rows of 128 to 16384 ran 1.21-1.39x faster and 16-bit
+    // ones 1.26-1.84x; 8-byte rows (4 lanes a vector, at the memory's
+    // speed before) stayed level.
     let mut lanes = keep8(keep8(s0, s1), keep8(s2, s3));
     let mut chunks = blocks.remainder().chunks_exact(8);
     for c in &mut chunks {
