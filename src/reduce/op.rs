@@ -564,7 +564,7 @@ pub const BYTE_SUM_INPUT_VEC_SIZE: u32 = 16;
 
 /// Inputs a lane loads at once of a 16-bit input where it loads 16 bytes:
 /// sum, mean and nansum as PyTorch does, and the index ops
-/// ([`WiderLoads::SixteenBitPicks`]).
+/// ([`Signature::wider_loads_reason`]).
 pub const SIXTEEN_BIT_WIDE_VEC_SIZE: u32 = 8;
 
 /// Where our kernel loads more inputs at once than PyTorch's `vt0`.

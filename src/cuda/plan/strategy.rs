@@ -79,15 +79,16 @@ pub const SHORT_ROWS_EIGHT_ROWS_MAX_STATE_BYTES: u32 = 8;
 pub const SHORT_ROWS_MIN_BLOCKS_PER_SM: u32 = 16;
 
 /// ShortRows launches whose rows are read in whole vectors of this many
-/// inputs or more (sums, means and index ops of 16-bit inputs: 8 f32 values out of
-/// each 16-byte load) run `short_rows_kernel`'s `wide_loads`
+/// inputs or more (sums, means and index ops of 16-bit inputs: 8 f32
+/// values out of each 16-byte load) run `short_rows_kernel`'s `wide_loads`
 /// instantiation, budgeted for [`SHORT_ROWS_WIDE_MIN_BLOCKS_PER_SM`] blocks
 /// (`kShortRowsWideVecSize`, checked equal; [`ReduceConfig::wide_loads`]).
 pub const SHORT_ROWS_WIDE_VEC_SIZE: u32 = 8;
 
 /// The shortest row that [`Strategy::ShortRows`] reads with the index ops'
-/// 16-byte loads of 16-bit inputs ([`WiderLoads::SixteenBitPicks`]);
-/// shorter rows keep PyTorch's 8-byte loads. On an H100 (argmax, 268 MB,
+/// 16-byte loads of 16-bit inputs (argmax, argmin, `max(dim)` and
+/// `min(dim)`: [`Signature::wider_loads_reason`]); shorter rows keep
+/// PyTorch's 8-byte loads. On an H100 (argmax, 268 MB,
 /// against the 8-byte loads, alternating builds), f16 and bf16 rows of 32
 /// ran 1.42-1.44x faster with them, rows of 64 1.47-1.52x and rows of 128
 /// 1.54-1.57x (a warp's lanes over 16-32 loads of 8 bytes, then a level of
@@ -410,8 +411,9 @@ pub struct ShortRows {
     /// Inputs in a row (the reduced dim's size).
     pub row_len: u32,
     /// Inputs per load: the widest power of two that fits 16 bytes and the
-    /// op's loads for the row ([`short_row_load_inputs`]), divides the row, and every row start is
-    /// aligned to; under [`ShortRows::ragged`], the widest of all, which
+    /// op's loads (its `input_vec_size`, or PyTorch's for the index ops'
+    /// 16-bit rows shorter than [`SHORT_ROWS_WIDE_PICKS_MIN_ROW`]), divides
+    /// the row, and every row start is aligned to; under [`ShortRows::ragged`], the widest of all, which
     /// does neither; for packed rows ([`ShortRows::rows_per_vector`]), the
     /// rows a load holds times their length.
     pub row_vec_size: u32,
