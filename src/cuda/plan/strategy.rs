@@ -88,15 +88,14 @@ pub const SHORT_ROWS_WIDE_VEC_SIZE: u32 = 8;
 /// The shortest row that [`Strategy::ShortRows`] reads with the index ops'
 /// 16-byte loads of 16-bit inputs (argmax, argmin, `max(dim)` and
 /// `min(dim)`: [`Signature::wider_loads_reason`]); shorter rows keep
-/// PyTorch's 8-byte loads. On an H100 (argmax, 268 MB,
-/// against the 8-byte loads, alternating builds), f16 and bf16 rows of 32
-/// ran 1.42-1.44x faster with them, rows of 64 1.47-1.52x and rows of 128
-/// 1.54-1.57x (a warp's lanes over 16-32 loads of 8 bytes, then a level of
-/// shuffles of 16-byte pairs more), rows of 256 0.97x and rows of 4096
-/// and longer (PyTorch's plan) 1.02-1.05x. Rows of 16 ran 0.85-0.89x (two
-/// lanes of 8 picks each, where the 8-byte loads stage the row through
-/// shared memory, a lane each), and rows of 2 packed four a load 0.58x
-/// (`max(dim)`).
+/// PyTorch's 8-byte loads. On an H100 (argmax, 268 MB, against the 8-byte
+/// loads, alternating builds), f16 and bf16 rows of 32 ran 1.42-1.44x
+/// faster with them, rows of 64 1.47-1.52x and rows of 128 1.54-1.57x (a
+/// warp's lanes over 16-32 loads of 8 bytes, then a level of shuffles of
+/// 16-byte pairs more), rows of 256 0.97x and rows of 4096 and longer
+/// (PyTorch's plan) 1.02-1.05x. Rows of 16 ran 0.85-0.89x (two lanes of 8
+/// picks each, where the 8-byte loads stage the row through shared memory,
+/// a lane each), and rows of 2 packed four a load 0.58x (`max(dim)`).
 pub const SHORT_ROWS_WIDE_PICKS_MIN_ROW: u64 = 32;
 
 /// The most inputs a lane of [`Strategy::ShortRows`] loads at once from a
@@ -413,9 +412,10 @@ pub struct ShortRows {
     /// Inputs per load: the widest power of two that fits 16 bytes and the
     /// op's loads (its `input_vec_size`, or PyTorch's for the index ops'
     /// 16-bit rows shorter than [`SHORT_ROWS_WIDE_PICKS_MIN_ROW`]), divides
-    /// the row, and every row start is aligned to; under [`ShortRows::ragged`], the widest of all, which
-    /// does neither; for packed rows ([`ShortRows::rows_per_vector`]), the
-    /// rows a load holds times their length.
+    /// the row, and every row start is aligned to; under
+    /// [`ShortRows::ragged`], the widest of all, which does neither; for
+    /// packed rows ([`ShortRows::rows_per_vector`]), the rows a load holds
+    /// times their length.
     pub row_vec_size: u32,
     /// Lanes that share a row, at most a warp: `row_len / row_vec_size`
     /// (one vector each) or a fraction of it (up to
