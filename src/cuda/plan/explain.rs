@@ -601,7 +601,7 @@ fn write_short_rows(
     if row_loads < c.input_vec_size {
         writeln!(
             f,
-            "    - a row of fewer than {} inputs keeps PyTorch's {row_loads}-input loads, not the op's {} ({}): rows of 16 ran 0.85-0.89x as fast with them (two lanes of 8 picks each, where PyTorch's loads stage the rows through shared memory, a lane each) and rows of 2 packed four a load 0.58x",
+            "    - a row of fewer than {} inputs keeps PyTorch's {row_loads}-input loads, not the op's {} ({}): on rows this short the wider loads leave fewer lanes a row, each with more picks in a row, and measured slower (SHORT_ROWS_WIDE_PICKS_MIN_ROW)",
             super::SHORT_ROWS_WIDE_PICKS_MIN_ROW,
             c.input_vec_size,
             plan.signature.wider_loads_reason().unwrap_or("its wider loads")
