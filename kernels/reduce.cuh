@@ -1275,7 +1275,13 @@ struct ReduceOp {
     index_t idx = config.input_idx();
     const index_t stride = config.step_input;
 
-    // One accumulator per vector lane: independent add chains.
+    // One accumulator per vector lane: independent add chains. Lane i's
+    // inputs are its loads' first inputs shifted by i, so each is folded
+    // with its load's first index and the lane's stored indices are
+    // shifted by i once at the end (translate_idx, as a split iterator's
+    // piece is): one index a load rather than one an input, whose 64-bit
+    // adds were a fifth of an index op's instructions. Inputs folded with
+    // their own index (the head and the tail) go to lane 0, shifted by 0.
     arg_t value_list[input_vec_size];
     value_list[0] = value;
 #pragma unroll
@@ -1308,10 +1314,10 @@ struct ReduceOp {
       } else {
 #pragma unroll
         for (int u = 0; u < kLoadsInFlight; u++) {
+          const int64_t first = (int64_t)shift + (int64_t)(idx + u * stride) * input_vec_size;
 #pragma unroll
           for (int i = 0; i < input_vec_size; i++) {
-            value_list[i] = op.reduce(value_list[i], batch[u].val[i],
-                                      (int64_t)shift + (int64_t)(idx + u * stride) * input_vec_size + i);
+            value_list[i] = op.reduce(value_list[i], batch[u].val[i], first);
           }
         }
       }
@@ -1323,9 +1329,10 @@ struct ReduceOp {
       if constexpr (sums_bytes(input_vec_size)) {
         value_list[0] = reduce_vector(op, value_list[0], values_vec, (int64_t)shift + (int64_t)idx * input_vec_size);
       } else {
+        const int64_t first = (int64_t)shift + (int64_t)idx * input_vec_size;
 #pragma unroll
         for (int i = 0; i < input_vec_size; i++) {
-          value_list[i] = op.reduce(value_list[i], values_vec.val[i], (int64_t)shift + (int64_t)idx * input_vec_size + i);
+          value_list[i] = op.reduce(value_list[i], values_vec.val[i], first);
         }
       }
       idx += stride;
@@ -1341,7 +1348,7 @@ struct ReduceOp {
 
 #pragma unroll
     for (int i = 1; i < input_vec_size; i++) {
-      value_list[0] = op.combine(value_list[0], value_list[i]);
+      value_list[0] = op.combine(value_list[0], op.translate_idx(value_list[i], i));
     }
     return value_list[0];
   }
