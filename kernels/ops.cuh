@@ -5,10 +5,12 @@
 //                          Welford state, ... whatever `reduce` returns
 //   identity()             the accumulator of zero elements
 //   reduce(acc, x, idx)    fold one input element (idx: its index in the
-//                          reduced range, for the index reductions). The
-//                          kernel folds each accumulator's elements in index
-//                          order, so idx is never below an index acc holds
-//                          (`combine` meets partials in any order)
+//                          reduced range, or in a piece of it whose stored
+//                          indices translate_idx shifts later, for the index
+//                          reductions). The kernel folds each accumulator's
+//                          elements in index order, so idx is never below an
+//                          index acc holds (`combine` meets partials in any
+//                          order)
 //   combine(a, b)          merge two partial accumulators
 //   project<out_t>(acc)    turn the final accumulator into the result
 //   warp_shfl_down(acc, d) move an accumulator across lanes
