@@ -1280,8 +1280,9 @@ struct ReduceOp {
     // with its load's first index and the lane's stored indices are
     // shifted by i once at the end (translate_idx, as a split iterator's
     // piece is): one index a load rather than one an input, whose 64-bit
-    // adds were a fifth of an index op's instructions. Inputs folded with
-    // their own index (the head and the tail) go to lane 0, shifted by 0.
+    // add was two of the eight instructions an index op's element took.
+    // Inputs folded with their own index (the head and the tail) go to
+    // lane 0, shifted by 0.
     arg_t value_list[input_vec_size];
     value_list[0] = value;
 #pragma unroll
