@@ -1327,10 +1327,10 @@ struct ReduceOp {
 
     while ((uint64_t)idx * input_vec_size + input_vec_size - 1 < (uint64_t)end) {
       const load_t values_vec = vectors[vector_at(idx)];
+      const int64_t first = (int64_t)shift + (int64_t)idx * input_vec_size;
       if constexpr (sums_bytes(input_vec_size)) {
-        value_list[0] = reduce_vector(op, value_list[0], values_vec, (int64_t)shift + (int64_t)idx * input_vec_size);
+        value_list[0] = reduce_vector(op, value_list[0], values_vec, first);
       } else {
-        const int64_t first = (int64_t)shift + (int64_t)idx * input_vec_size;
 #pragma unroll
         for (int i = 0; i < input_vec_size; i++) {
           value_list[i] = op.reduce(value_list[i], values_vec.val[i], first);
