@@ -295,7 +295,7 @@ def closer_to_reference(got, want, ref, output, i):
     return math.isfinite(r) and abs(got - r) <= abs(want - r)
 
 
-EXACT_OPS = ("sum", "mean", "var", "std", "var_mean", "std_mean")
+EXACT_OPS = ("sum", "nansum", "mean", "var", "std", "var_mean", "std_mean")
 
 
 def rounded_reference(ref, output, i, dtype):
@@ -327,7 +327,8 @@ def is_reference_value(got, ref, output, i, dtype, atol, rel):
 
 def exact_moments(rows, op, correction=None):
     """The outputs of `op` (one of EXACT_OPS) over each row of finite
-    floats, from math.fsum's correctly rounded sums: the sum, the mean, and
+    floats, from math.fsum's correctly rounded sums: the sum (nansum's too,
+    as the rows hold no NaN), the mean, and
     the variance as the fsum of squared deviations from that mean over
     n - correction; var_mean and std_mean give [var or std, mean]. A list
     of flat lists (one per output), or None where a row is empty or n -
@@ -346,7 +347,7 @@ def exact_moments(rows, op, correction=None):
             m = s / n
             variances.append(math.fsum((v - m) ** 2 for v in row) / (n - correction))
     spread = [math.sqrt(v) for v in variances] if op.startswith("std") else variances
-    return {"sum": [sums], "mean": [means], "var": [spread], "std": [spread],
+    return {"sum": [sums], "nansum": [sums], "mean": [means], "var": [spread], "std": [spread],
             "var_mean": [spread, means], "std_mean": [spread, means]}[op]
 
 
