@@ -231,10 +231,13 @@ pub(crate) trait ReduceOps<W: Compute>: Copy + Send + Sync {
     fn project(&self, a: Self::Acc) -> Self::Out;
     /// The fold of the contiguous run `x` (reduce indices from `first`,
     /// widened 8 at a time by `widen8` and one by one by `widen`) in one
-    /// step, for an op whose result is the same in any order of its folds
-    /// and combines (the GPU's `kAnyOrder`): the caller combines it into
-    /// any one of its lanes. `None`, every op's default, folds the run
-    /// element by element.
+    /// step, for an op with a faster way through a run than element by
+    /// element: the index ops (whose pair is the same in any order, the
+    /// GPU's `kAnyOrder`) and Welford's (one reciprocal for 8 lanes). The
+    /// caller combines it into its first lane. Its bits may differ from
+    /// the element-by-element fold's but depend on the run alone, so the
+    /// result stays the same whatever the thread count. `None`, every
+    /// other op's default, folds the run element by element.
     #[inline(always)]
     fn fold_run<T: Copy>(
         &self,
