@@ -328,11 +328,11 @@ def is_reference_value(got, ref, output, i, dtype, atol, rel):
 def exact_moments(rows, op, correction=None):
     """The outputs of `op` (one of EXACT_OPS) over each row of finite
     floats, from math.fsum's correctly rounded sums: the sum (nansum's too,
-    as the rows hold no NaN), the mean, and
-    the variance as the fsum of squared deviations from that mean over
-    n - correction; var_mean and std_mean give [var or std, mean]. A list
-    of flat lists (one per output), or None where a row is empty or n -
-    correction is not positive (torch's NaN or inf decides there)."""
+    as the rows hold no NaN), the mean, and the variance as the fsum of
+    squared deviations from that mean over n - correction; var_mean and
+    std_mean give [var or std, mean]. A list of flat lists (one per
+    output), or None where a row is empty or n - correction is not
+    positive (torch's NaN or inf decides there)."""
     sums, means, variances = [], [], []
     for row in rows:
         n = len(row)
