@@ -3,7 +3,7 @@
 //! Chan's combine of two partial states, in one pass; contiguous runs take
 //! the update 8 lanes a step ([`ReduceOps::fold_run`]).
 
-use super::element::lane_tree;
+use super::element::combine_lanes;
 use super::ops::{Both, Compute, Float, Projected, ReduceOps};
 use super::prefetch::Prefetch;
 use crate::reduce::OpParams;
@@ -47,6 +47,16 @@ pub(crate) struct WelfordData<F> {
     pub nf: F,
 }
 
+/// Welford's update of one (mean, m2) by `x`, with `delta_over_n` the
+/// division of `x - mean` by the new count: the one place the update is
+/// spelled, for the element-by-element fold and the 8-lane one.
+#[inline(always)]
+fn welford_step<F: Float>(mean: F, m2: F, x: F, delta_over_n: impl Fn(F) -> F) -> (F, F) {
+    let delta = x - mean;
+    let mean = mean + delta_over_n(delta);
+    (mean, m2 + delta * (x - mean))
+}
+
 /// `tr::WelfordOps`: `correction` and `take_sqrt` come from the call's
 /// [`OpParams`].
 #[derive(Clone, Copy, Debug)]
@@ -80,14 +90,8 @@ impl<F: Float> ReduceOps<F> for WelfordOps<F> {
     fn reduce(&self, acc: WelfordData<F>, x: F, _idx: usize) -> WelfordData<F> {
         let n = acc.n.wrapping_add(1);
         let nf = F::from_i32(n);
-        let delta = x - acc.mean;
-        let mean = acc.mean + delta / nf;
-        WelfordData {
-            mean,
-            m2: acc.m2 + delta * (x - mean),
-            n,
-            nf,
-        }
+        let (mean, m2) = welford_step(acc.mean, acc.m2, x, |delta| delta / nf);
+        WelfordData { mean, m2, n, nf }
     }
     #[inline(always)]
     fn combine(&self, a: WelfordData<F>, b: WelfordData<F>) -> WelfordData<F> {
@@ -135,9 +139,7 @@ impl<F: Float> ReduceOps<F> for WelfordOps<F> {
             n = n.wrapping_add(1);
             let r = F::ONE / F::from_i32(n);
             for j in 0..8 {
-                let delta = v[j] - mean[j];
-                mean[j] = mean[j] + delta * r;
-                m2[j] = m2[j] + delta * (v[j] - mean[j]);
+                (mean[j], m2[j]) = welford_step(mean[j], m2[j], v[j], |delta| delta * r);
             }
         }
         let nf = F::from_i32(n);
@@ -151,7 +153,7 @@ impl<F: Float> ReduceOps<F> for WelfordOps<F> {
         for (j, &v) in chunks.remainder().iter().enumerate() {
             lanes[j] = self.reduce(lanes[j], widen(v), start + j);
         }
-        Some(lane_tree(lanes, |a, b| self.combine(a, b)))
+        Some(combine_lanes(self, &lanes))
     }
     /// (var or std, mean): `var = m2 / max(nf - correction, 0)`, so no
     /// degrees of freedom left gives inf (or NaN for `0 / 0`), as torch.
