@@ -1729,3 +1729,122 @@ fn index_ops_across_the_32bit_split() {
     assert_eq!(got.to_vec::<i64>().unwrap(), want.to_vec::<i64>().unwrap());
     assert_eq!(got.to_vec::<i64>().unwrap(), [5, (late - n / 2) as i64]);
 }
+
+/// Welford's count division for float (`tr::divide_by_count`,
+/// kernels/ops/welford.cuh: CUDA's fast path with the count's reciprocal
+/// shared, and no branch) against IEEE division, the host's f32 `/`: the
+/// same bits wherever the quotient is a normal float, an infinity or NaN,
+/// a zero of either sign where it is zero, and at most one unit in the last
+/// place off where it is subnormal. Numerators are random bit patterns
+/// (every exponent, subnormals, infinities and NaNs among them) and the
+/// edges; counts every one of 1 to 4096 and random ones up to 2^31.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn welford_count_division_is_ieee_division() {
+    use cudarc::driver::{LaunchConfig, PushKernelArg};
+    let Some((_, props)) = gpu("welford_count_division_is_ieee_division") else {
+        return;
+    };
+    let src = format!(
+        "{}\nextern \"C\" __global__ void divide(const float* a, const float* b, float* q, unsigned n) {{\n  \
+         const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;\n  \
+         if (i < n) q[i] = tr::divide_by_count(a[i], b[i]);\n}}\n",
+        cuda::kernel::source()
+    );
+    let (major, minor) = props.compute_capability;
+    let arch: &'static str = Box::leak(format!("compute_{major}{minor}").into_boxed_str());
+    let ptx = cudarc::nvrtc::compile_ptx_with_opts(
+        src,
+        cudarc::nvrtc::CompileOptions {
+            arch: Some(arch),
+            options: vec![
+                "-std=c++17".into(),
+                "--device-as-default-execution-space".into(),
+            ],
+            ..Default::default()
+        },
+    )
+    .unwrap();
+
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let edges = [
+        0.0,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        f32::MAX,
+        -f32::MAX,
+        f32::MIN_POSITIVE,
+        f32::from_bits(1),
+        1.0,
+        -3.0,
+    ];
+    let n = 1 << 21;
+    let (mut a, mut b) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for i in 0..n {
+        let r = next();
+        a.push(if i < edges.len() * 4096 {
+            edges[i / 4096]
+        } else {
+            f32::from_bits((r >> 32) as u32)
+        });
+        let count = if i % 2 == 0 {
+            (i / 2 % 4096 + 1) as u32
+        } else {
+            ((r as u32) >> 1).max(1)
+        };
+        b.push(count as f32);
+    }
+
+    let ctx = cudarc::driver::CudaContext::new(0).unwrap();
+    let stream = ctx.default_stream();
+    let f = ctx
+        .load_module(ptx)
+        .unwrap()
+        .load_function("divide")
+        .unwrap();
+    let (da, db) = (
+        stream.clone_htod(&a).unwrap(),
+        stream.clone_htod(&b).unwrap(),
+    );
+    let mut dq = stream.alloc_zeros::<f32>(n).unwrap();
+    let len = n as u32;
+    let mut launch = stream.launch_builder(&f);
+    launch.arg(&da).arg(&db).arg(&mut dq).arg(&len);
+    // SAFETY: the kernel reads a[i] and b[i] and writes q[i] for i < len,
+    // and each buffer holds len floats.
+    unsafe { launch.launch(LaunchConfig::for_num_elems(len)) }.unwrap();
+    let q = stream.clone_dtoh(&dq).unwrap();
+
+    let mut subnormal = 0;
+    for i in 0..n {
+        let (got, want) = (q[i], a[i] / b[i]);
+        let ok = if want.is_nan() {
+            got.is_nan()
+        } else if want == 0.0 {
+            got == 0.0
+        } else if want.abs() < f32::MIN_POSITIVE {
+            subnormal += 1;
+            got.is_sign_negative() == want.is_sign_negative()
+                && (got.to_bits() as i64 - want.to_bits() as i64).abs() <= 1
+        } else {
+            got.to_bits() == want.to_bits()
+        };
+        assert!(
+            ok,
+            "{} / {}: got {got:e}, IEEE division gives {want:e}",
+            a[i], b[i]
+        );
+    }
+    assert!(
+        subnormal > 1000,
+        "only {subnormal} subnormal quotients drawn"
+    );
+}

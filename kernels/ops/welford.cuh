@@ -17,6 +17,35 @@ struct WelfordData {
 static_assert(sizeof(WelfordData<float>) == 16, "WelfordData<float> differs from Accumulator::Welford");
 static_assert(sizeof(WelfordData<double>) == 32, "WelfordData<double> differs from Accumulator::Welford");
 
+// a / b with b a count (1 <= b <= 2^31): IEEE division, as `/`.
+template <typename T>
+__device__ __forceinline__ T divide_by_count(T a, T b) {
+  return a / b;
+}
+
+// For float, CUDA's fast path alone, with b's reciprocal shared. CUDA's
+// `/` is b's reciprocal (MUFU.RCP refined by two FMAs), three FMAs for the
+// quotient and a range check (FCHK) that branches to a slow path. The
+// kernel folds a column lane's outputs with one count, but the branch
+// around each division kept ptxas from sharing the reciprocal: each
+// element of var took a MUFU, five FMAs, the check and a branch. Here the
+// reciprocal depends on b alone, so a lane's outputs share it, and nothing
+// branches. The quotient has the bits of `/` wherever it is a normal float:
+// b >= 1 keeps a * r from overflowing and the remainder is exact, so the
+// slow path could only differ in the last place of a subnormal quotient,
+// and in the sign of a zero one, which the mean it is added to drops (the
+// mean starts at +0, and a sum is -0 only where both terms are). An
+// infinite numerator, whose remainder is NaN, keeps a * r.
+template <>
+__device__ __forceinline__ float divide_by_count<float>(float a, float b) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(b));
+  r = __fmaf_rn(r, __fmaf_rn(-b, r, 1.0f), r);
+  const float q = __fmaf_rn(a, r, 0.0f);
+  const float refined = __fmaf_rn(r, __fmaf_rn(-b, q, a), q);
+  return fabsf(q) == Limits<float>::highest() ? q : refined;
+}
+
 template <typename compute_t, typename cast_t>
 struct WelfordOps {
   using arg_t = WelfordData<compute_t>;
@@ -34,7 +63,7 @@ struct WelfordOps {
     int32_t n = (int32_t)((uint32_t)acc.n + 1u);
     compute_t nf = (compute_t)n;
     compute_t delta = v - acc.mean;
-    compute_t mean = acc.mean + delta / nf;
+    compute_t mean = acc.mean + divide_by_count(delta, nf);
     return {mean, acc.m2 + delta * (v - mean), n, nf};
   }
   // After a combine n no longer counts exactly (it could overflow): it is
