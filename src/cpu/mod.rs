@@ -12,6 +12,7 @@
 //! has ([`isa`]), with the same results in every one.
 
 mod element;
+mod exp;
 mod explain;
 mod index_ops;
 mod isa;

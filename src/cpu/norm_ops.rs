@@ -3,7 +3,9 @@
 //! `NormTwoOps`, `AbsMaxOps`, `AbsMinOps`, `NormOps`, and a one-pass
 //! logsumexp.
 
+use super::element::lane_tree;
 use super::ops::{Float, ReduceOps};
+use super::prefetch::Prefetch;
 use crate::reduce::OpParams;
 
 /// A sum of `term(|x|)` projected by `finish`: the shape every finite-order
@@ -163,11 +165,77 @@ impl<F: Float> ReduceOps<F> for LogSumExpOps {
             (mb, sb + sa * (ma - mb).exp())
         }
     }
+    /// A contiguous run goes in blocks of [`LSE_BLOCK`] elements, each in
+    /// two passes from L1: the block's maximum `b` over 8 lanes, then its
+    /// terms `exp(x - b)` by [`ExpNonPositive`](super::exp::ExpNonPositive),
+    /// a polynomial `exp` the compiler vectorizes; the blocks meet through
+    /// `combine`. Folded element by element, with a libm `exp` call and a
+    /// branch each, runs trailed torch's CPU (a maximum pass, then a
+    /// vectorized `exp` pass over the whole input) 1.1-3.4x on the 2-core
+    /// machine's suite; in blocks they run 2.8-6.7x faster than that and
+    /// lead it 1.7-5.4x. An element equal to its block's maximum adds
+    /// exactly 1, as `reduce` does where it equals the running maximum (so
+    /// that two infinities never meet in `inf - inf`); a NaN never wins
+    /// the maximum and makes the sum NaN. The run's last elements, fewer
+    /// than a chunk, fold one by one. Columns keep `reduce`.
+    #[inline(always)]
+    fn fold_run<T: Copy>(
+        &self,
+        x: &[T],
+        first: usize,
+        widen8: impl Fn(&[T; 8]) -> [F; 8],
+        widen: impl Fn(T) -> F,
+    ) -> Option<(F, F)> {
+        let prefetch = Prefetch::for_run::<T>(x.len());
+        let mut acc = ReduceOps::<F>::identity(self);
+        let whole = x.len() / 8 * 8;
+        // The block widened, then its terms: the terms are one plain loop
+        // over it, which the compiler vectorizes whole (the same terms
+        // computed 8 lanes a chunk came out as a mix of vector and scalar
+        // code, 1.5x slower).
+        let mut terms = [F::ZERO; LSE_BLOCK];
+        for block in x[..whole].chunks(LSE_BLOCK) {
+            prefetch.ahead(block);
+            let terms = &mut terms[..block.len()];
+            let mut top = [F::LOWEST; 8];
+            for (c, t) in block.chunks_exact(8).zip(terms.chunks_exact_mut(8)) {
+                let v = widen8(c.try_into().expect("chunks of 8"));
+                for j in 0..8 {
+                    top[j] = if v[j] > top[j] { v[j] } else { top[j] };
+                }
+                t.copy_from_slice(&v);
+            }
+            let b = lane_tree(top, |p, q| if q > p { q } else { p });
+            for t in terms.iter_mut() {
+                *t = if *t == b {
+                    F::ONE
+                } else {
+                    (*t - b).exp_nonpositive()
+                };
+            }
+            let mut sum = [F::ZERO; 8];
+            for t in terms.chunks_exact(8) {
+                for j in 0..8 {
+                    sum[j] = sum[j] + t[j];
+                }
+            }
+            acc = self.combine(acc, (b, lane_tree(sum, |p, q| p + q)));
+        }
+        let start = first + whole;
+        for (j, &v) in x[whole..].iter().enumerate() {
+            acc = self.reduce(acc, widen(v), start + j);
+        }
+        Some(acc)
+    }
     #[inline(always)]
     fn project(&self, (m, s): (F, F)) -> F {
         m + s.ln()
     }
 }
+
+/// Elements logsumexp's run fold takes in a block ([`LogSumExpOps`]): a
+/// block is read twice, so it stays in L1 (1 KiB of f32, 2 KiB of f64).
+const LSE_BLOCK: usize = 256;
 
 #[cfg(test)]
 mod tests {
@@ -191,6 +259,53 @@ mod tests {
         assert!(lse(&[1.0, f64::NAN, inf]).is_nan());
         assert!((lse(&[0.0, 0.0]) - 2f64.ln()).abs() < 1e-15);
         assert!((lse(&[1000.0, 1000.0]) - (1000.0 + 2f64.ln())).abs() < 1e-12);
+    }
+
+    /// logsumexp of finite values by its definition, with libm's exp.
+    fn by_definition(xs: &[f64]) -> f64 {
+        let m = xs.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        m + xs.iter().map(|x| (x - m).exp()).sum::<f64>().ln()
+    }
+
+    fn run(xs: &[f64]) -> f64 {
+        let o = LogSumExpOps;
+        o.project(ReduceOps::<f64>::fold_run(&o, xs, 0, |c| *c, |x| x).expect("a run fold"))
+    }
+
+    #[test]
+    fn run_and_element_folds_agree_with_the_definition() {
+        // Lengths on both sides of a chunk and of a block; values over 60
+        // units, so that most terms are far below the maximum's.
+        for n in [1, 7, 8, 9, 255, 256, 257, 1000, 4099] {
+            let xs: Vec<f64> = (0..n)
+                .map(|i| ((i * 37 % 101) as f64 - 50.0) * 0.6)
+                .collect();
+            let want = by_definition(&xs);
+            for got in [run(&xs), lse(&xs)] {
+                assert!(
+                    (got - want).abs() <= 1e-14 * want.abs(),
+                    "{n}: {got} vs {want}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn run_fold_edges() {
+        let inf = f64::INFINITY;
+        assert_eq!(run(&[]), -inf);
+        let mut xs = vec![-inf; 300];
+        assert_eq!(run(&xs), -inf);
+        xs[260] = 2.0;
+        assert_eq!(run(&xs), 2.0);
+        // Two infinite maxima, in different blocks and chunks.
+        xs[9] = inf;
+        xs[270] = inf;
+        assert_eq!(run(&xs), inf);
+        xs[3] = f64::NAN;
+        assert!(run(&xs).is_nan());
+        // Equal maxima in every lane add exactly: 300 terms of 1.
+        assert_eq!(run(&[7.5; 300]), 7.5 + 300f64.ln());
     }
 
     #[test]

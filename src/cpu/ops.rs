@@ -109,6 +109,7 @@ impl Compute for i64 {
 /// The compute types var, the norms and logsumexp run in: f32 and f64.
 pub(crate) trait Float:
     Compute
+    + super::exp::ExpNonPositive
     + std::ops::Add<Output = Self>
     + std::ops::Sub<Output = Self>
     + std::ops::Mul<Output = Self>
