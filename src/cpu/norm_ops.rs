@@ -171,8 +171,8 @@ impl<F: Float> ReduceOps<F> for LogSumExpOps {
     /// a polynomial `exp` the compiler vectorizes; the blocks meet through
     /// `combine`. Folded element by element, with a libm `exp` call and a
     /// branch each, runs trailed torch's CPU (a maximum pass, then a
-    /// vectorized `exp` pass over the whole input) 1.1-3.4x on the 2-core
-    /// machine's suite; in blocks they run 2.8-6.7x faster than that and
+    /// vectorized `exp` pass over the whole input) 1.1-4x on the 2-core
+    /// machine's suite; in blocks they run 2-6.7x faster than that and
     /// lead it 1.7-5.4x. An element equal to its block's maximum adds
     /// exactly 1, as `reduce` does where it equals the running maximum (so
     /// that two infinities never meet in `inf - inf`); a NaN never wins
