@@ -236,9 +236,9 @@ pub(crate) trait ReduceOps<W: Compute>: Copy + Send + Sync {
     /// element: the index ops (whose pair is the same in any order, the
     /// GPU's `kAnyOrder`), Welford's (one reciprocal for 8 lanes) and
     /// logsumexp's (blocks: the maximum, then the terms by a vectorized
-    /// `exp`). The caller combines it into its first lane. Its bits may differ from
-    /// the element-by-element fold's but depend on the run alone, so the
-    /// result stays the same whatever the thread count. `None`, every
+    /// `exp`). The caller combines it into its first lane. Its bits may
+    /// differ from the element-by-element fold's but depend on the run
+    /// alone, so the result stays the same whatever the thread count. `None`, every
     /// other op's default, folds the run element by element.
     #[inline(always)]
     fn fold_run<T: Copy>(
