@@ -419,3 +419,44 @@ backend_tests! {
     bad_input_is_a_typed_error => bad_input_is_a_typed_error;
     zero_dim_and_keepdim => zero_dim_and_keepdim;
 }
+
+/// The CPU's results are the same bits on one thread and on seven, for
+/// the ops with folds of their own (logsumexp's blocks down columns and
+/// along runs, Welford's lanes, the norms): more threads narrow the
+/// column tiles, so a column lands elsewhere in its tile, or in a tile's
+/// last few columns.
+#[test]
+fn cpu_results_do_not_depend_on_thread_count() {
+    let x = Tensor::randn(&[300, 51_003], DType::F32, Device::Cpu, 21).unwrap();
+    let h = Tensor::randn(&[1000, 1003], DType::F16, Device::Cpu, 22).unwrap();
+    let views = [x.clone(), x.transpose(0, 1).unwrap(), h];
+    type Op = fn(&Tensor, &[isize]) -> Tensor;
+    let ops: [(&str, Op); 3] = [
+        ("logsumexp", |t, d| t.logsumexp(d, false).unwrap()),
+        ("var", |t, d| t.var(d, 1.0, false).unwrap()),
+        ("norm", |t, d| t.norm(2.0, d, false).unwrap()),
+    ];
+    let on = |threads: usize, f: &(dyn Fn() -> Tensor + Sync)| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(f)
+            .to_dtype(DType::F64)
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap()
+    };
+    for v in &views {
+        for dims in [&[0][..], &[1]] {
+            for (name, op) in ops {
+                let (a, b) = (on(1, &|| op(v, dims)), on(7, &|| op(v, dims)));
+                assert!(
+                    a.iter().zip(&b).all(|(p, q)| p.to_bits() == q.to_bits()),
+                    "{name} over {dims:?} of {:?}",
+                    v.shape()
+                );
+            }
+        }
+    }
+}

@@ -2,9 +2,10 @@
 //! compiler can put side by side in vector instructions (libm's `exp` is
 //! a call per element).
 //!
-//! logsumexp's run fold takes it ([`super::norm_ops::LogSumExpOps`]), for
-//! its terms `exp(x - max)`, whose arguments are at most 0 (or NaN). Their
-//! sum holds the maximum's own term, 1, so a term below the smallest
+//! logsumexp's run and column leaf folds take it
+//! ([`super::norm_ops::LogSumExpOps`]), for its terms `exp(x - max)`,
+//! whose arguments are at most 0 (or NaN), and to merge blocks. A sum of
+//! terms holds the maximum's own term, 1, so a term below the smallest
 //! normal float may be any value under it: the code needs no subnormal
 //! and no overflow cases.
 //!

@@ -7,6 +7,7 @@
 //! explanation cannot drift from the backend.
 
 use super::element::{strips_in_registers, sums_bytes};
+use super::norm_ops::folds_column_leaves;
 use super::tree::{
     column_walk, splits, threads_split_rows, tile_width, ColumnWalk, Layout, BYTE_LEAF_MIN_TILE,
     LEAF, OUTER_LEAF_ROWS, PARALLEL_GRAIN, REGISTER_TILE,
@@ -99,6 +100,9 @@ pub enum CpuColumnLeaf {
     /// The rows' bytes added into 16-bit sums, each column's total widened
     /// once (integer sums of u8 and bool).
     ByteSums,
+    /// Blocks of rows, each block's column maxima, then its terms
+    /// `exp(x - max)` by a vectorized `exp` (logsumexp).
+    Blocks,
 }
 
 /// Which threads a reduction runs on.
@@ -203,6 +207,8 @@ impl CpuPlan {
             // As `tree::outer_tree` and `tree::column_leaf` take them.
             let leaf = if tile >= BYTE_LEAF_MIN_TILE && sums_bytes(signature) {
                 CpuColumnLeaf::ByteSums
+            } else if folds_column_leaves(signature) {
+                CpuColumnLeaf::Blocks
             } else if tile <= REGISTER_TILE {
                 CpuColumnLeaf::Registers
             } else {
@@ -350,6 +356,8 @@ impl fmt::Display for CpuPlan {
                             "each leaf adds its rows' bytes into 16-bit sums, 4 rows a pass, and widens each column's total once",
                         CpuColumnLeaf::Strips =>
                             "each leaf folds strips of columns down its rows, a strip's accumulators in registers",
+                        CpuColumnLeaf::Blocks =>
+                            "each leaf takes its rows in blocks: a block's column maxima, then its terms exp(x - max) by a vectorized exp",
                     }
                 )?;
                 writeln!(
@@ -646,6 +654,27 @@ mod tests {
             outer(DType::I32, ReduceOp::Sum, &[64, 4096]),
             (false, false)
         );
+    }
+
+    /// logsumexp's column leaves take their rows in blocks, at every tile
+    /// width (a narrow tile's too); the other ops' walk their rows.
+    #[test]
+    fn logsumexp_column_blocks_say_so() {
+        let leaf = |op, shape: &[usize]| {
+            let x = Tensor::zeros(shape, DType::F32, Device::Cpu).unwrap();
+            let p = x.explain_cpu(op, &[0], false).unwrap();
+            let CpuStrategy::Outer { leaf, .. } = p.strategy else {
+                panic!("{op:?}: {:?}", p.strategy)
+            };
+            (leaf, p.to_string().contains("a vectorized exp"))
+        };
+        for shape in [&[64, 4096][..], &[64, 4]] {
+            assert_eq!(
+                leaf(ReduceOp::LogSumExp, shape),
+                (CpuColumnLeaf::Blocks, true)
+            );
+            assert!(matches!(leaf(ReduceOp::Sum, shape), (l, false) if l != CpuColumnLeaf::Blocks));
+        }
     }
 
     #[test]

@@ -561,6 +561,10 @@ fn outer_tree<T: CpuElement, W: Compute, R: ReduceOps<W>>(
             dispatch!(byte_column_leaf(row, lo, hi, op, acc));
             return;
         }
+        if R::FOLDS_COLUMN_LEAVES {
+            dispatch!(op.fold_column_leaf(row, lo, hi, T::widen8, T::widen, acc));
+            return;
+        }
         match walk {
             ColumnWalk::Strips { stride } => {
                 let first = start + lo * stride;
