@@ -423,8 +423,8 @@ backend_tests! {
 /// The CPU's results are the same bits on one thread and on seven, for
 /// the ops with folds of their own (logsumexp's blocks down columns and
 /// along runs, Welford's lanes, the norms): more threads narrow the
-/// column tiles, so a column lands elsewhere in its tile, or in a tile's
-/// last few columns.
+/// column tiles, so a column lands elsewhere in its tile and in its
+/// tile's chunks.
 #[test]
 fn cpu_results_do_not_depend_on_thread_count() {
     let x = Tensor::randn(&[300, 51_003], DType::F32, Device::Cpu, 21).unwrap();
