@@ -208,11 +208,7 @@ impl<F: Float> ReduceOps<F> for LogSumExpOps {
             }
             let b = lane_tree(top, |p, q| if q > p { q } else { p });
             for t in terms.iter_mut() {
-                *t = if *t == b {
-                    F::ONE
-                } else {
-                    (*t - b).exp_nonpositive()
-                };
+                *t = term(*t, b);
             }
             let mut sum = [F::ZERO; 8];
             for t in terms.chunks_exact(8) {
@@ -259,7 +255,63 @@ impl<F: Float> ReduceOps<F> for LogSumExpOps {
     ) {
         // A leaf of no rows (none reaches here) leaves the identity.
         acc.fill(ReduceOps::<F>::identity(self));
-        column_blocks(row, lo, hi, widen8, widen, acc)
+        // The buffers hold a chunk of f32; one of f64 is half as many columns.
+        const WIDEST: usize = LSE_COLUMN_CHUNK_BYTES / 4;
+        let chunk = LSE_COLUMN_CHUNK_BYTES / std::mem::size_of::<F>();
+        let mut block = [[F::ZERO; WIDEST]; LSE_COLUMN_ROWS];
+        let mut top = [F::ZERO; WIDEST];
+        let mut sum = [F::ZERO; WIDEST];
+        for k0 in (lo..hi).step_by(LSE_COLUMN_ROWS) {
+            let rows = k0..hi.min(k0 + LSE_COLUMN_ROWS);
+            let block = &mut block[..rows.len()];
+            for c0 in (0..acc.len()).step_by(chunk) {
+                let n = chunk.min(acc.len() - c0);
+                let (top, sum) = (&mut top[..n], &mut sum[..n]);
+                // 8 columns at a time down the block, their maxima in a
+                // register (through memory, each row's maxima were stored
+                // under a mask).
+                let whole = n / 8 * 8;
+                for c in (0..whole).step_by(8) {
+                    let mut t = [F::LOWEST; 8];
+                    for (k, b) in rows.clone().zip(block.iter_mut()) {
+                        let x = &row(k)[c0 + c..c0 + c + 8];
+                        let v = widen8(x.try_into().expect("8 columns"));
+                        for j in 0..8 {
+                            t[j] = if v[j] > t[j] { v[j] } else { t[j] };
+                        }
+                        b[c..c + 8].copy_from_slice(&v);
+                    }
+                    top[c..c + 8].copy_from_slice(&t);
+                }
+                for c in whole..n {
+                    let mut t = F::LOWEST;
+                    for (k, b) in rows.clone().zip(block.iter_mut()) {
+                        let v = widen(row(k)[c0 + c]);
+                        t = if v > t { v } else { t };
+                        b[c] = v;
+                    }
+                    top[c] = t;
+                }
+                sum.fill(F::ZERO);
+                for b in block.iter() {
+                    for ((s, &t), &v) in sum.iter_mut().zip(top.iter()).zip(&b[..n]) {
+                        *s = *s + term(v, t);
+                    }
+                }
+                let acc = &mut acc[c0..c0 + n];
+                if k0 == lo {
+                    // What `combine` of the identity and the block gives,
+                    // without its `exp` call.
+                    for ((a, &t), &s) in acc.iter_mut().zip(top.iter()).zip(sum.iter()) {
+                        *a = (t, s);
+                    }
+                } else {
+                    for ((a, &t), &s) in acc.iter_mut().zip(top.iter()).zip(sum.iter()) {
+                        *a = merge_blocks(*a, (t, s));
+                    }
+                }
+            }
+        }
     }
     #[inline(always)]
     fn project(&self, (m, s): (F, F)) -> F {
@@ -267,77 +319,15 @@ impl<F: Float> ReduceOps<F> for LogSumExpOps {
     }
 }
 
-/// [`LogSumExpOps::fold_column_leaf`]'s loops, generic over the float.
+/// A block's term `exp(x - max)` in logsumexp's run and column folds:
+/// exactly 1 where `x` is the maximum, so that two infinities never meet
+/// in `inf - inf`, else the polynomial `exp` (NaN stays NaN).
 #[inline(always)]
-fn column_blocks<'a, T: Copy + 'a, F: Float>(
-    row: impl Fn(usize) -> &'a [T],
-    lo: usize,
-    hi: usize,
-    widen8: impl Fn(&[T; 8]) -> [F; 8],
-    widen: impl Fn(T) -> F,
-    acc: &mut [(F, F)],
-) {
-    // The buffers hold a chunk of f32; one of f64 is half as many columns.
-    const WIDEST: usize = LSE_COLUMN_CHUNK_BYTES / 4;
-    let chunk = LSE_COLUMN_CHUNK_BYTES / std::mem::size_of::<F>();
-    let mut block = [[F::ZERO; WIDEST]; LSE_COLUMN_ROWS];
-    let mut top = [F::ZERO; WIDEST];
-    let mut sum = [F::ZERO; WIDEST];
-    for k0 in (lo..hi).step_by(LSE_COLUMN_ROWS) {
-        let rows = k0..hi.min(k0 + LSE_COLUMN_ROWS);
-        let block = &mut block[..rows.len()];
-        for c0 in (0..acc.len()).step_by(chunk) {
-            let n = chunk.min(acc.len() - c0);
-            let (top, sum) = (&mut top[..n], &mut sum[..n]);
-            // 8 columns at a time down the block, their maxima in a
-            // register (through memory, each row's maxima were stored
-            // under a mask).
-            let whole = n / 8 * 8;
-            for c in (0..whole).step_by(8) {
-                let mut t = [F::LOWEST; 8];
-                for (k, b) in rows.clone().zip(block.iter_mut()) {
-                    let x = &row(k)[c0 + c..c0 + c + 8];
-                    let v = widen8(x.try_into().expect("8 columns"));
-                    for j in 0..8 {
-                        t[j] = if v[j] > t[j] { v[j] } else { t[j] };
-                    }
-                    b[c..c + 8].copy_from_slice(&v);
-                }
-                top[c..c + 8].copy_from_slice(&t);
-            }
-            for c in whole..n {
-                let mut t = F::LOWEST;
-                for (k, b) in rows.clone().zip(block.iter_mut()) {
-                    let v = widen(row(k)[c0 + c]);
-                    t = if v > t { v } else { t };
-                    b[c] = v;
-                }
-                top[c] = t;
-            }
-            sum.fill(F::ZERO);
-            for b in block.iter() {
-                for ((s, &t), &v) in sum.iter_mut().zip(top.iter()).zip(&b[..n]) {
-                    *s = *s
-                        + if v == t {
-                            F::ONE
-                        } else {
-                            (v - t).exp_nonpositive()
-                        };
-                }
-            }
-            let acc = &mut acc[c0..c0 + n];
-            if k0 == lo {
-                // What `combine` of the identity and the block gives,
-                // without its `exp` call.
-                for ((a, &t), &s) in acc.iter_mut().zip(top.iter()).zip(sum.iter()) {
-                    *a = (t, s);
-                }
-            } else {
-                for ((a, &t), &s) in acc.iter_mut().zip(top.iter()).zip(sum.iter()) {
-                    *a = merge_blocks(*a, (t, s));
-                }
-            }
-        }
+fn term<F: Float>(x: F, max: F) -> F {
+    if x == max {
+        F::ONE
+    } else {
+        (x - max).exp_nonpositive()
     }
 }
 
