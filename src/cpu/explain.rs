@@ -7,12 +7,11 @@
 //! explanation cannot drift from the backend.
 
 use super::element::{strips_in_registers, sums_bytes};
-use super::norm_ops::folds_column_leaves;
 use super::tree::{
     column_walk, splits, threads_split_rows, tile_width, ColumnWalk, Layout, BYTE_LEAF_MIN_TILE,
     LEAF, OUTER_LEAF_ROWS, PARALLEL_GRAIN, REGISTER_TILE,
 };
-use super::{runs, team};
+use super::{column_leaf_fold, runs, team};
 use crate::iter::TensorIterator;
 use crate::reduce::{ReduceDims, ReduceOp, Signature};
 use crate::{Result, Tensor};
@@ -103,6 +102,10 @@ pub enum CpuColumnLeaf {
     /// Blocks of rows, each block's column maxima, then its terms
     /// `exp(x - max)` by a vectorized `exp` (logsumexp).
     Blocks,
+    /// Chunks of columns, each taking the leaf's rows in order by
+    /// Welford's update, with one reciprocal of the count a row (var and
+    /// std).
+    WelfordChunks,
 }
 
 /// Which threads a reduction runs on.
@@ -207,8 +210,8 @@ impl CpuPlan {
             // As `tree::outer_tree` and `tree::column_leaf` take them.
             let leaf = if tile >= BYTE_LEAF_MIN_TILE && sums_bytes(signature) {
                 CpuColumnLeaf::ByteSums
-            } else if folds_column_leaves(signature) {
-                CpuColumnLeaf::Blocks
+            } else if let Some(leaf) = column_leaf_fold(signature) {
+                leaf
             } else if tile <= REGISTER_TILE {
                 CpuColumnLeaf::Registers
             } else {
@@ -358,6 +361,8 @@ impl fmt::Display for CpuPlan {
                             "each leaf folds strips of columns down its rows, a strip's accumulators in registers",
                         CpuColumnLeaf::Blocks =>
                             "each leaf takes its rows in blocks: a block's column maxima, then its terms exp(x - max) by a vectorized exp",
+                        CpuColumnLeaf::WelfordChunks =>
+                            "each leaf takes chunks of columns down its rows by Welford's update, one reciprocal of the count a row",
                     }
                 )?;
                 writeln!(
@@ -656,24 +661,43 @@ mod tests {
         );
     }
 
-    /// logsumexp's column leaves take their rows in blocks, at every tile
-    /// width (a narrow tile's too); the other ops' walk their rows.
+    /// logsumexp's and Welford's column leaves take their own folds, at
+    /// every tile width (a narrow tile's too); the other ops' walk their
+    /// rows.
     #[test]
-    fn logsumexp_column_blocks_say_so() {
+    fn column_leaf_folds_say_so() {
         let leaf = |op, shape: &[usize]| {
             let x = Tensor::zeros(shape, DType::F32, Device::Cpu).unwrap();
             let p = x.explain_cpu(op, &[0], false).unwrap();
             let CpuStrategy::Outer { leaf, .. } = p.strategy else {
                 panic!("{op:?}: {:?}", p.strategy)
             };
-            (leaf, p.to_string().contains("a vectorized exp"))
+            let text = p.to_string();
+            (
+                leaf,
+                text.contains("a vectorized exp"),
+                text.contains("Welford's update"),
+            )
         };
         for shape in [&[64, 4096][..], &[64, 4]] {
             assert_eq!(
                 leaf(ReduceOp::LogSumExp, shape),
-                (CpuColumnLeaf::Blocks, true)
+                (CpuColumnLeaf::Blocks, true, false)
             );
-            assert!(matches!(leaf(ReduceOp::Sum, shape), (l, false) if l != CpuColumnLeaf::Blocks));
+            for op in [
+                ReduceOp::Var,
+                ReduceOp::Std,
+                ReduceOp::VarMean,
+                ReduceOp::StdMean,
+            ] {
+                assert_eq!(leaf(op, shape), (CpuColumnLeaf::WelfordChunks, false, true));
+            }
+            let (sum, exp, welford) = leaf(ReduceOp::Sum, shape);
+            assert!(
+                !exp && !welford
+                    && sum != CpuColumnLeaf::Blocks
+                    && sum != CpuColumnLeaf::WelfordChunks
+            );
         }
     }
 

@@ -182,6 +182,25 @@ pub(crate) fn compute_type(sig: &Signature) -> DType {
     }
 }
 
+/// The leaf fold of its own that `sig`'s column leaves take, as the
+/// functor it runs on says ([`ReduceOps::FOLDS_COLUMN_LEAVES`]), for
+/// `explain`; `None` where they walk their rows with `reduce`.
+pub(super) fn column_leaf_fold(sig: &Signature) -> Option<CpuColumnLeaf> {
+    match sig.op {
+        ReduceOp::LogSumExp
+            if <norm_ops::LogSumExpOps as ReduceOps<f32>>::FOLDS_COLUMN_LEAVES =>
+        {
+            Some(CpuColumnLeaf::Blocks)
+        }
+        ReduceOp::Var | ReduceOp::Std | ReduceOp::VarMean | ReduceOp::StdMean
+            if <welford::WelfordOps<welford::Acc> as ReduceOps<welford::Acc>>::FOLDS_COLUMN_LEAVES =>
+        {
+            Some(CpuColumnLeaf::WelfordChunks)
+        }
+        _ => None,
+    }
+}
+
 /// var, std, var_mean and std_mean on floating elements `T`, in
 /// [`welford::Acc`].
 fn welford_op<T: CpuElement>(

@@ -6,7 +6,7 @@
 use super::element::lane_tree;
 use super::ops::{Float, ReduceOps};
 use super::prefetch::Prefetch;
-use crate::reduce::{OpParams, ReduceOp, Signature};
+use crate::reduce::OpParams;
 
 /// A sum of `term(|x|)` projected by `finish`: the shape every finite-order
 /// norm shares.
@@ -328,17 +328,6 @@ fn term<F: Float>(x: F, max: F) -> F {
         F::ONE
     } else {
         (x - max).exp_nonpositive()
-    }
-}
-
-/// Whether the CPU's column leaves of `sig` fold through
-/// [`ReduceOps::fold_column_leaf`], as the functor `sig` runs on says
-/// ([`ReduceOps::FOLDS_COLUMN_LEAVES`]); logsumexp's is the only one that
-/// does.
-pub(super) fn folds_column_leaves(sig: &Signature) -> bool {
-    match sig.op {
-        ReduceOp::LogSumExp => <LogSumExpOps as ReduceOps<f32>>::FOLDS_COLUMN_LEAVES,
-        _ => false,
     }
 }
 
