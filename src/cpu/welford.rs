@@ -159,15 +159,14 @@ impl<F: Float> ReduceOps<F> for WelfordOps<F> {
     const FOLDS_COLUMN_LEAVES: bool = true;
     /// A leaf's columns go in chunks of [`WELFORD_COLUMN_CHUNK`], their
     /// means and `m2` in arrays on the stack, and a chunk takes the leaf's
-    /// rows in order, two a step: each row's piece is widened into a
-    /// buffer, then Welford's update runs along the columns, each column's
-    /// state kept in registers between the two rows. Every column of a leaf has
+    /// rows in order: each row's piece is widened into a buffer, then
+    /// Welford's update runs along the columns. Every column of a leaf has
     /// seen the same rows, so the count is the same across the chunk, and
     /// one reciprocal a row serves it (`delta * (1/n)`, as in
     /// [`fold_run`](Self::fold_run)). Every column takes the same
     /// operations wherever it lies in a chunk, so its bits depend on its
-    /// elements and `lo..hi` alone. The pieces of the next step's rows are
-    /// asked into L2: the hardware's prefetch does not follow the jump of a row
+    /// elements and `lo..hi` alone. The piece two rows ahead is asked into
+    /// L2: the hardware's prefetch does not follow the jump of a row
     /// stride, and without it f32 `[8192, 8192]` over dim 0 took 1.4x as
     /// long.
     ///
@@ -175,8 +174,7 @@ impl<F: Float> ReduceOps<F> for WelfordOps<F> {
     /// division an element, columns ran at about 9 cycles an element on
     /// the 2-core machine; in chunks the update is 11 instructions for 4
     /// columns with no division, and var's columns are still limited by
-    /// them rather than by the memory (4-5x sum's time). Two rows a step
-    /// took one thread's f32 `[8192, 8192]` over dim 0 from 63 to 56 ms.
+    /// them rather than by the memory (4-5x sum's time).
     #[inline(always)]
     fn fold_column_leaf<'a, T: Copy + 'a>(
         &self,
@@ -187,64 +185,39 @@ impl<F: Float> ReduceOps<F> for WelfordOps<F> {
         widen: impl Fn(T) -> F,
         acc: &mut [WelfordData<F>],
     ) {
+        const ROWS_AHEAD: usize = 2;
         let prefetch = Prefetch::here();
         let mut mean = [F::ZERO; WELFORD_COLUMN_CHUNK];
         let mut m2 = [F::ZERO; WELFORD_COLUMN_CHUNK];
-        let mut widened = [[F::ZERO; WELFORD_COLUMN_CHUNK]; 2];
-        // Each row's piece widened first, so that the update is one loop
-        // over arrays side by side, which the compiler vectorizes along the
-        // columns (over the 8-column groups' own lanes, it gathered a lane
-        // from each of 4 groups).
-        let widen_into = |x: &[T], out: &mut [F]| {
-            let mut xs = x.chunks_exact(8);
-            let mut ws = out.chunks_exact_mut(8);
-            for (x8, w8) in (&mut xs).zip(&mut ws) {
-                w8.copy_from_slice(&widen8(x8.try_into().expect("chunks of 8")));
-            }
-            for (w1, &v) in ws.into_remainder().iter_mut().zip(xs.remainder()) {
-                *w1 = widen(v);
-            }
-        };
+        let mut widened = [F::ZERO; WELFORD_COLUMN_CHUNK];
         for c0 in (0..acc.len()).step_by(WELFORD_COLUMN_CHUNK) {
             let w = WELFORD_COLUMN_CHUNK.min(acc.len() - c0);
-            let (mean, m2) = (&mut mean[..w], &mut m2[..w]);
-            let [wa, wb] = &mut widened;
-            let (wa, wb) = (&mut wa[..w], &mut wb[..w]);
+            let (mean, m2, widened) = (&mut mean[..w], &mut m2[..w], &mut widened[..w]);
             mean.fill(F::ZERO);
             m2.fill(F::ZERO);
             // The count as `reduce` keeps it, so that the leaf's state has
-            // the count its rows folded one by one would give. Every column
-            // takes the same steps in the same order, so its bits do not
-            // depend on how the rows pair up into steps.
+            // the count its rows folded one by one would give.
             let mut n = 0i32;
-            // Two rows a step, each column's state in registers between
-            // them: half the loads and stores of mean and m2 that a row at
-            // a time takes.
-            let mut k = lo;
-            while k + 2 <= hi {
-                let n0 = n.wrapping_add(1);
-                n = n0.wrapping_add(1);
-                let (r0, r1) = (F::ONE / F::from_i32(n0), F::ONE / F::from_i32(n));
-                for ahead in k + 2..(k + 4).min(hi) {
-                    prefetch.to_l2(&row(ahead)[c0..c0 + w]);
-                }
-                widen_into(&row(k)[c0..c0 + w], wa);
-                widen_into(&row(k + 1)[c0..c0 + w], wb);
-                for ((m, q), (&a, &b)) in mean
-                    .iter_mut()
-                    .zip(m2.iter_mut())
-                    .zip(wa.iter().zip(wb.iter()))
-                {
-                    let (m1, q1) = welford_step(*m, *q, a, |d| d * r0);
-                    (*m, *q) = welford_step(m1, q1, b, |d| d * r1);
-                }
-                k += 2;
-            }
-            for k in k..hi {
+            for k in lo..hi {
                 n = n.wrapping_add(1);
                 let r = F::ONE / F::from_i32(n);
-                widen_into(&row(k)[c0..c0 + w], wa);
-                for ((m, q), &v) in mean.iter_mut().zip(m2.iter_mut()).zip(wa.iter()) {
+                if k + ROWS_AHEAD < hi {
+                    prefetch.to_l2(&row(k + ROWS_AHEAD)[c0..c0 + w]);
+                }
+                // The row widened first, so that the update is one loop
+                // over three arrays side by side, which the compiler
+                // vectorizes along the columns (over the 8-column groups'
+                // own lanes, it gathered a lane from each of 4 groups).
+                let x = &row(k)[c0..c0 + w];
+                let mut xs = x.chunks_exact(8);
+                let mut ws = widened.chunks_exact_mut(8);
+                for (x8, w8) in (&mut xs).zip(&mut ws) {
+                    w8.copy_from_slice(&widen8(x8.try_into().expect("chunks of 8")));
+                }
+                for (w1, &v) in ws.into_remainder().iter_mut().zip(xs.remainder()) {
+                    *w1 = widen(v);
+                }
+                for ((m, q), &v) in mean.iter_mut().zip(m2.iter_mut()).zip(widened.iter()) {
                     (*m, *q) = welford_step(*m, *q, v, |d| d * r);
                 }
             }
@@ -272,10 +245,10 @@ impl<F: Float> ReduceOps<F> for WelfordOps<F> {
 }
 
 /// Columns a chunk of Welford's column leaves holds
-/// ([`WelfordOps::fold_column_leaf`]): their means, `m2` and two rows'
-/// widened elements, 32 KiB of f64, stay in L1 or close while the chunk
-/// takes every row of the leaf. Chunks of 512 and 2048 measured level with
-/// it, within the 2-core machine's noise (512 again with two rows a step).
+/// ([`WelfordOps::fold_column_leaf`]): their means, `m2` and widened
+/// elements, 24 KiB of f64, stay in L1 while the chunk takes every row of
+/// the leaf. Chunks of 512 and 2048 measured level with it, within the
+/// 2-core machine's noise.
 const WELFORD_COLUMN_CHUNK: usize = 1024;
 
 #[cfg(test)]
