@@ -238,6 +238,14 @@ __device__ constexpr int reduce_min_blocks_per_sm() {
   return blocks;
 }
 
+// The loads a batched loop issues before reducing any, given how many fit
+// its budget (`fit`): at least one, at most four. Both batched loops,
+// input_vectorized_thread_reduce_impl's vector loads and combine_staged's
+// staged partials, take this one rule.
+__device__ constexpr int batch_of_loads(int fit) {
+  return fit < 1 ? 1 : fit > 4 ? 4 : fit;
+}
+
 // The bytes of staged partials the last CTA of a global reduce loads before
 // combining any (combine_staged): four of sum's 4-output f32 lanes, from
 // one to four partials. ptxas gives a kernel the registers its hungriest
@@ -261,8 +269,7 @@ constexpr int kStagedBatchBytes = 64;
 // registers argmax of f32 (64 bytes of index pairs) keeps four.
 template <int nt, int min_blocks_per_sm, int load_bytes, int accumulator_bytes>
 __device__ constexpr int vectorized_loads_in_flight() {
-  constexpr int fit = loads_that_fit(nt, min_blocks_per_sm, load_bytes, accumulator_bytes);
-  return fit < 1 ? 1 : fit > 4 ? 4 : fit;
+  return batch_of_loads(loads_that_fit(nt, min_blocks_per_sm, load_bytes, accumulator_bytes));
 }
 
 // A 16-byte copy from global into shared memory that holds no register
@@ -319,8 +326,7 @@ struct ReduceOp {
   // as many as fit in kStagedBatchBytes, from one to four.
   template <int output_vec_size>
   static constexpr uint32_t staged_loads_in_flight() {
-    constexpr int fit = kStagedBatchBytes / (int)sizeof(Array<arg_t, output_vec_size>);
-    return fit < 1 ? 1 : fit > 4 ? 4 : fit;
+    return batch_of_loads(kStagedBatchBytes / (int)sizeof(Array<arg_t, output_vec_size>));
   }
   using InputCalculator = OffsetCalculator<1, index_t>;
   using OutputCalculator = OffsetCalculator<2, index_t>;

@@ -239,7 +239,8 @@ pub const RAGGED_MIN_LOADS_USED_PERCENT: u64 = 75;
 
 /// The most staged partials one thread of a global reduce's last CTA may
 /// fold before [`Strategy::TallColumns`] narrows the output vectors: two
-/// rounds of `combine_staged`'s four loads in flight. Each round is an L2
+/// rounds of `combine_staged`'s batch of f32 sums' partials (four loads in
+/// flight; wider partials take fewer a batch). Each round is an L2
 /// round trip that no other work hides, since every other CTA of the column
 /// has finished. (`[4096, 4096]` f64 over dim 0 folds 16 a thread in
 /// PyTorch's plan and ran 4% faster at 3.)
