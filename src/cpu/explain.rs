@@ -115,7 +115,8 @@ pub enum CpuThreads {
     Caller,
     /// The team: each split's second half goes to a fixed thread, so each
     /// thread reads the same part of the input call after call (inputs
-    /// that can stay in the cores' caches).
+    /// that can stay in the cores' caches). With one thread, the calling
+    /// thread alone, running the halves in turn.
     Team,
     /// Rayon's pool, whose threads steal the halves (larger inputs).
     Rayon,
@@ -181,7 +182,7 @@ impl CpuPlan {
         // As `tree::reduce` enters the team.
         let runs_on = if !splits(work) {
             CpuThreads::Caller
-        } else if team::takes(layout.input_bytes(esize as usize), threads) {
+        } else if team::takes(layout.input_bytes(esize as usize)) {
             CpuThreads::Team
         } else {
             CpuThreads::Rayon
@@ -278,6 +279,9 @@ impl fmt::Display for CpuPlan {
             super::compute_type(&self.signature),
             match self.runs_on {
                 CpuThreads::Caller => "on the calling thread".to_string(),
+                CpuThreads::Team if self.threads == 1 => {
+                    "on the calling thread, a team of one (halves in turn)".to_string()
+                }
                 CpuThreads::Team => format!("on the team of {} threads (fixed halves)", self.threads),
                 CpuThreads::Rayon => format!("on {} rayon threads (stolen halves)", self.threads),
             },
@@ -477,8 +481,10 @@ mod tests {
         // 32 MiB, the edge, and one row more.
         assert_eq!(runs_on(&[8192, 1024], 16), CpuThreads::Team);
         assert_eq!(runs_on(&[8193, 1024], 16), CpuThreads::Rayon);
-        // One thread makes no team.
-        assert_eq!(runs_on(&[1024, 1024], 1), CpuThreads::Rayon);
+        // One thread is a team of one, the calling thread; larger inputs
+        // still go to rayon.
+        assert_eq!(runs_on(&[1024, 1024], 1), CpuThreads::Team);
+        assert_eq!(runs_on(&[8193, 1024], 1), CpuThreads::Rayon);
     }
 
     #[test]

@@ -41,9 +41,9 @@ const LEAF_VALUES: usize = 1 << 15;
 /// [`RUN_BLOCK_BYTES`], so that one output at a time would read short
 /// pieces; blocks of at least two outputs, whose runs together make
 /// `RUN_BLOCK_BYTES`. The threads split both the blocks and each block's
-/// runs, so a block's size never limits the parallelism. On the team of
-/// `threads` ([`team::takes`]), blocks are smaller where there are outputs
-/// enough for two blocks a thread.
+/// runs, so a block's size never limits the parallelism. On a team of two
+/// `threads` or more ([`team::takes`]), blocks are smaller where there are
+/// outputs enough for two blocks a thread.
 pub(super) fn outputs_per_block(l: &Layout, elem_bytes: usize, threads: usize) -> Option<usize> {
     let contiguous_runs = l.reduce.len() >= 2 && l.reduce[0].1 == 1;
     // Leaves hold at most LEAF inputs, so an output of more than this many
@@ -58,7 +58,9 @@ pub(super) fn outputs_per_block(l: &Layout, elem_bytes: usize, threads: usize) -
         .div_ceil(run_bytes)
         .min(LEAF_VALUES / leaf_count(l.num_inputs))
         .min(l.num_outputs);
-    if team::takes(l.input_bytes(elem_bytes), threads) && l.num_outputs >= threads.saturating_mul(4)
+    if threads >= 2
+        && team::takes(l.input_bytes(elem_bytes))
+        && l.num_outputs >= threads.saturating_mul(4)
     {
         // Read from cache, short runs cost little, and the team's fixed
         // split needs blocks it can share out evenly: two a member. On the
