@@ -138,9 +138,11 @@ struct ReduceArgs {
 constexpr int kMaxRowsPerThread = 8;
 constexpr int kMaxLookedUpRowsPerThread = 4;
 // The widest accumulator (sizeof(arg_t)) whose one-dim rows take
-// kMaxRowsPerThread a thread; wider ones (index pairs, Welford state) take
-// kMaxLookedUpRowsPerThread: SHORT_ROWS_EIGHT_ROWS_MAX_STATE_BYTES.
-constexpr int kEightRowsMaxStateBytes = 8;
+// kMaxRowsPerThread a thread; wider ones (8-byte sums, max and min,
+// logsumexp's pairs, index pairs, Welford state), whose eight rows'
+// state beside eight loads spilled, take kMaxLookedUpRowsPerThread:
+// SHORT_ROWS_EIGHT_ROWS_MAX_STATE_BYTES.
+constexpr int kEightRowsMaxStateBytes = 4;
 constexpr int kShortRowsThreads = 64;
 constexpr int kShortRowsMinBlocksPerSm = 16;
 constexpr int kShortRowsStageAlign = 16;

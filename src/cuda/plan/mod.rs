@@ -214,7 +214,7 @@ impl LaunchPlan {
 
     /// The most rows one thread of a ShortRows launch takes: the size of
     /// its kernel's register arrays, fewer where the rows are looked up one
-    /// by one or the op's state is wide
+    /// by one or the op's state is wider than 4 bytes
     /// ([`SHORT_ROWS_LOOKED_UP_MAX_ROWS_PER_THREAD`],
     /// [`SHORT_ROWS_EIGHT_ROWS_MAX_STATE_BYTES`]).
     pub fn short_rows_max_rows_per_thread(&self) -> u32 {

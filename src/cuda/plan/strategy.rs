@@ -48,16 +48,22 @@ pub const SHORT_ROWS_MAX_ROWS_PER_THREAD: u32 = 8;
 /// torch's speed and rows of 64 at 1.49-1.50x, where eight rows holding
 /// both offsets had run at 1.64-1.71x and 0.98-0.99x (an earlier run); f32
 /// rows of 16 at 5.61x (4.19x). Rows found by one stride take as few
-/// where the op's state is wide ([`SHORT_ROWS_EIGHT_ROWS_MAX_STATE_BYTES`]).
+/// where the op's state is wider than
+/// [`SHORT_ROWS_EIGHT_ROWS_MAX_STATE_BYTES`].
 pub const SHORT_ROWS_LOOKED_UP_MAX_ROWS_PER_THREAD: u32 = 4;
 
 /// The widest accumulator, in bytes, whose rows found by one stride take
-/// [`SHORT_ROWS_MAX_ROWS_PER_THREAD`] a thread in `short_rows_kernel`;
-/// wider state (index pairs, Welford's) takes
+/// [`SHORT_ROWS_MAX_ROWS_PER_THREAD`] a thread in `short_rows_kernel`
+/// (f32 and narrower sums, max, min, norms); wider state (8-byte sums,
+/// max and min, logsumexp's pairs, index pairs, Welford's) takes
 /// [`SHORT_ROWS_LOOKED_UP_MAX_ROWS_PER_THREAD`] (`kEightRowsMaxStateBytes`,
 /// checked equal). With eight rows ptxas (sm_90, NVRTC 13.0) spilled 2916
-/// bytes a thread of var of f64's one-dim kernel, 312 of argmax of f32's
-/// and 172 of var of f32's; with four, 100, 0 and 0.
+/// bytes a thread of var of f64's one-dim kernel, 312 of argmax of f32's,
+/// 172 of var of f32's, 136 of logsumexp of f32's, 104 of amax of f64's,
+/// 36-92 of the sums of f64, i64, i32, u8 and bool (into i64) and of
+/// amin of i64; with four, 100 for var of f64 and none for the others.
+/// Logsumexp of f16 and bf16, whose 8-byte pairs did not spill at eight
+/// (64 registers; 48 at four), take four by the same rule, untimed.
 ///
 /// On an H100 (the sweep's rows of 2 to 16384, two alternating rounds of
 /// four rows against eight), argmax ran 1.18x faster in the geometric
@@ -66,8 +72,11 @@ pub const SHORT_ROWS_LOOKED_UP_MAX_ROWS_PER_THREAD: u32 = 4;
 /// (argmax), 16-bit rows of 16 1.12-1.14x; rows spread over 16 lanes or
 /// more (f32 rows of 64 and 128, 16-bit rows of 128), where each lane has
 /// one load a row and so four loads in flight instead of eight,
-/// 0.87-0.97x; rows of 4096 and longer level (PyTorch's plan).
-pub const SHORT_ROWS_EIGHT_ROWS_MAX_STATE_BYTES: u32 = 8;
+/// 0.87-0.97x; rows of 4096 and longer level (PyTorch's plan). Then for
+/// 8-byte state (the same protocol, f64 and i64 rows of 2, 16 and 128):
+/// amax 1.07-1.24x faster (f64 rows of 128 63.8 -> 52.4 µs, where torch
+/// took 56.2 in the sweep), sums level (0.99-1.07x).
+pub const SHORT_ROWS_EIGHT_ROWS_MAX_STATE_BYTES: u32 = 4;
 
 /// The blocks per SM that `short_rows_kernel`'s and `packed_rows_kernel`'s
 /// register budget is set for (their `__launch_bounds__`,
@@ -981,12 +990,16 @@ pub(super) fn looked_up_8_byte_max_vectors_per_lane(signature: &Signature) -> u3
     }
 }
 
+/// The widest state (accumulator) of the sums, products, max and min, in
+/// bytes (an f64 or i64): wider state is an index pair or Welford's.
+const NARROW_STATE_MAX_BYTES: u32 = 8;
+
 /// Whether an op's state (its accumulator) of `state_bytes` is wider than
-/// [`SHORT_ROWS_EIGHT_ROWS_MAX_STATE_BYTES`]: index pairs and Welford's,
-/// not the sums, products, max and min. The one rule behind every bound
-/// that treats wide state apart.
+/// [`NARROW_STATE_MAX_BYTES`]: index pairs and Welford's, not the sums,
+/// products, max and min. The one rule behind every bound that treats
+/// wide state apart.
 fn is_wide_state(state_bytes: u32) -> bool {
-    state_bytes > SHORT_ROWS_EIGHT_ROWS_MAX_STATE_BYTES
+    state_bytes > NARROW_STATE_MAX_BYTES
 }
 
 /// Whether the rows of a single reduced dim are found by one stride: the
@@ -1004,7 +1017,8 @@ pub(super) fn rows_by_one_stride(iter: &TensorIterator) -> bool {
 /// kept dim) run a kernel of their own with eight.
 pub(super) fn short_rows_max_rows_per_thread(iter: &TensorIterator, config: &ReduceConfig) -> u32 {
     if config.packed_rows()
-        || (rows_by_one_stride(iter) && !is_wide_state(config.element_size_bytes))
+        || (rows_by_one_stride(iter)
+            && config.element_size_bytes <= SHORT_ROWS_EIGHT_ROWS_MAX_STATE_BYTES)
     {
         SHORT_ROWS_MAX_ROWS_PER_THREAD
     } else {

@@ -544,17 +544,19 @@ fn short_rows_find_rows_by_one_stride_where_the_kept_dims_coalesce() {
 
 #[test]
 fn rows_of_wide_state_take_at_most_four_a_thread() {
-    // f32 rows of 16, 2^20 of them, found by one stride: sum's 4-byte
-    // state takes up to 8 a thread, argmax's 16-byte index pairs and
-    // var's Welford state 4, logsumexp's 8-byte pairs 8. Sum and argmax
-    // take their most (var's rows are staged, and its stage holds 2).
-    for (op, rows) in [
-        (ReduceOp::Sum, 8),
-        (ReduceOp::ArgMax, 4),
-        (ReduceOp::Var, 4),
-        (ReduceOp::LogSumExp, 8),
+    // Rows of 16, 2^20 of them, found by one stride: sum's 4-byte state
+    // (of f32) takes up to 8 a thread; an f64 sum's 8 bytes, logsumexp's
+    // 8-byte pairs, argmax's 16-byte index pairs and var's Welford state
+    // 4. Sums and argmax take their most (var's rows are staged, and its
+    // stage holds 2).
+    for (op, dtype, rows) in [
+        (ReduceOp::Sum, DType::F32, 8),
+        (ReduceOp::Sum, DType::F64, 4),
+        (ReduceOp::ArgMax, DType::F32, 4),
+        (ReduceOp::Var, DType::F32, 4),
+        (ReduceOp::LogSumExp, DType::F32, 4),
     ] {
-        let p = plan_op(op, &[1 << 20, 16], &[16, 1], 0, &[1], DType::F32);
+        let p = plan_op(op, &[1 << 20, 16], &[16, 1], 0, &[1], dtype);
         let l = only(&p);
         assert!(matches!(l.strategy, Strategy::ShortRows(_)), "{op}: {p}");
         assert_eq!(l.short_rows_max_rows_per_thread(), rows, "{op}");
@@ -564,7 +566,7 @@ fn rows_of_wide_state_take_at_most_four_a_thread() {
         }
         assert_eq!(
             p.to_string()
-                .contains("wider than 8 B: a thread takes at most 4 rows"),
+                .contains("wider than 4 B: a thread takes at most 4 rows"),
             rows == 4,
             "{op}: {p}"
         );
