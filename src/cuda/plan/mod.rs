@@ -213,10 +213,10 @@ impl LaunchPlan {
     }
 
     /// The most rows one thread of a ShortRows launch takes: the size of
-    /// its kernel's register arrays, fewer where the rows are looked up one
-    /// by one or the op's state is wider than 4 bytes
-    /// ([`SHORT_ROWS_LOOKED_UP_MAX_ROWS_PER_THREAD`],
-    /// [`SHORT_ROWS_EIGHT_ROWS_MAX_STATE_BYTES`]).
+    /// its kernel's register arrays, fewer
+    /// ([`SHORT_ROWS_LOOKED_UP_MAX_ROWS_PER_THREAD`]) where the rows are
+    /// looked up one by one or the op's state is wider than
+    /// [`SHORT_ROWS_EIGHT_ROWS_MAX_STATE_BYTES`].
     pub fn short_rows_max_rows_per_thread(&self) -> u32 {
         strategy::short_rows_max_rows_per_thread(&self.iter, &self.config)
     }
