@@ -10,7 +10,7 @@ and its speed-up over the first build (> 1: faster than the first).
         [--prewarm] OLD_BENCH NEW_BENCH [--filter CASE-SUBSTRING ...]
 
 On a fresh machine each bench compiles its kernels (NVRTC) as it meets
-them, one build after the other (45-51 s a round for one op over the
+them, one build after the other (45-51 s a build for one op over the
 sweep's rows of 16 to 256). `--prewarm` first runs every build once, all
 at the same time, its timings thrown away, so that the rounds find their
 kernels in the disk cache and a device call's minutes go to the rounds.
