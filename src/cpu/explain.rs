@@ -106,6 +106,10 @@ pub enum CpuColumnLeaf {
     /// Welford's update, with one reciprocal of the count a row (var and
     /// std).
     WelfordChunks,
+    /// Strips of columns down the rows, each column's best value and its
+    /// first row kept by selects in registers (max and min with their
+    /// indices, argmax and argmin).
+    IndexStrips,
 }
 
 /// Which threads a reduction runs on.
@@ -367,6 +371,8 @@ impl fmt::Display for CpuPlan {
                             "each leaf takes its rows in blocks: a block's column maxima, then its terms exp(x - max) by a vectorized exp",
                         CpuColumnLeaf::WelfordChunks =>
                             "each leaf takes chunks of columns down its rows by Welford's update, one reciprocal of the count a row",
+                        CpuColumnLeaf::IndexStrips =>
+                            "each leaf takes strips of columns down its rows, each column's best value and its first row kept by selects",
                     }
                 )?;
                 writeln!(

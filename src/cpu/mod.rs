@@ -192,6 +192,11 @@ pub(super) fn column_leaf_fold(sig: &Signature) -> Option<CpuColumnLeaf> {
         {
             Some(CpuColumnLeaf::Blocks)
         }
+        ReduceOp::MaxDim | ReduceOp::MinDim | ReduceOp::ArgMax | ReduceOp::ArgMin
+            if <index_ops::ArgMaxOps as ReduceOps<f32>>::FOLDS_COLUMN_LEAVES =>
+        {
+            Some(CpuColumnLeaf::IndexStrips)
+        }
         ReduceOp::Var | ReduceOp::Std | ReduceOp::VarMean | ReduceOp::StdMean
             if <welford::WelfordOps<welford::Acc> as ReduceOps<welford::Acc>>::FOLDS_COLUMN_LEAVES =>
         {

@@ -276,11 +276,26 @@ pub(crate) trait ReduceOps<W: Compute>: Copy + Send + Sync {
         acc: &mut [Self::Acc],
     ) {
         let _ = widen8;
-        acc.fill(self.identity());
-        for k in lo..hi {
-            for (a, &x) in acc.iter_mut().zip(row(k)) {
-                *a = self.reduce(*a, widen(x), k);
-            }
+        fold_column_leaf_by_rows(self, row, lo, hi, widen, acc);
+    }
+}
+
+/// The row-by-row fold of a column leaf, [`ReduceOps::fold_column_leaf`]'s
+/// default: `acc[j]` from the identity, through `reduce` of each row's
+/// element `j` in order.
+#[inline(always)]
+pub(crate) fn fold_column_leaf_by_rows<'a, T: Copy + 'a, W: Compute, R: ReduceOps<W>>(
+    op: &R,
+    row: impl Fn(usize) -> &'a [T],
+    lo: usize,
+    hi: usize,
+    widen: impl Fn(T) -> W,
+    acc: &mut [R::Acc],
+) {
+    acc.fill(op.identity());
+    for k in lo..hi {
+        for (a, &x) in acc.iter_mut().zip(row(k)) {
+            *a = op.reduce(*a, widen(x), k);
         }
     }
 }
