@@ -140,10 +140,10 @@ const EXACT_ROWS: usize = 1 << 24;
 /// on the stack.
 const PICK_COLUMNS: usize = 256;
 
-/// Rows [`pick_columns`] takes at a time down a chunk of columns: short
-/// pieces of many rows, which the hardware prefetches as it does rows
-/// read whole (strips down all of a leaf's 128 rows, 16 KiB apart, read
-/// 1.4x slower than the row walk).
+/// Rows [`pick_columns`] takes at a time down a chunk of columns. Strips
+/// down all of a leaf's 128 rows, 16 KiB apart, read 1.4x slower than the
+/// walk a row at a time, presumably because the hardware prefetcher
+/// follows short pieces of many rows better than one line of each.
 const PICK_ROWS: usize = 16;
 
 /// The fold of a column leaf by an index op (rows `lo..hi`, `row(k)` row
