@@ -6,12 +6,12 @@
 //! count, and asks the trees' own `Layout` which loop shape runs, so the
 //! explanation cannot drift from the backend.
 
-use super::element::{strips_in_registers, sums_bytes};
+use super::element::{rows_side_by_side, strips_in_registers, sums_bytes};
 use super::tree::{
     column_walk, splits, threads_split_rows, tile_width, ColumnWalk, Layout, BYTE_LEAF_MIN_TILE,
     LEAF, OUTER_LEAF_ROWS, PARALLEL_GRAIN, REGISTER_TILE,
 };
-use super::{column_leaf_fold, runs, team};
+use super::{column_leaf_fold, folds_row_groups, runs, team};
 use crate::iter::TensorIterator;
 use crate::reduce::{ReduceDims, ReduceOp, Signature};
 use crate::{Result, Tensor};
@@ -61,6 +61,11 @@ pub enum CpuStrategy {
         row_stride: usize,
         /// Rows (outputs) one parallel task computes.
         outputs_per_block: usize,
+        /// Whether a task folds 8 rows at a time side by side, a step
+        /// taking element `i` of every row, each row's best value and its
+        /// position kept by selects (the index ops, on rows end to end of
+        /// 2-8 or 16 elements); else each row as one leaf.
+        picks_side_by_side: bool,
     },
     /// Column sums: the fastest output dim is contiguous in the input, so
     /// tiles of neighbouring outputs add whole input rows at a time.
@@ -207,6 +212,8 @@ impl CpuPlan {
                 row_len,
                 row_stride,
                 outputs_per_block,
+                picks_side_by_side: folds_row_groups(signature)
+                    && rows_side_by_side(signature.input, row_len, row_stride),
             }
         } else if layout.is_outer() {
             let width = output_dims[0].0;
@@ -342,9 +349,15 @@ impl fmt::Display for CpuPlan {
                 row_len,
                 row_stride,
                 outputs_per_block,
+                picks_side_by_side,
             } => writeln!(
                 f,
-                "  strategy: short rows of {row_len} contiguous elements, {row_stride} apart; each task folds {outputs_per_block} rows in one loop, a row as one leaf over 8 lanes"
+                "  strategy: short rows of {row_len} contiguous elements, {row_stride} apart; each task folds {outputs_per_block} rows in one loop, {}",
+                if *picks_side_by_side {
+                    "8 rows side by side, each row's best and its position by selects"
+                } else {
+                    "a row as one leaf over 8 lanes"
+                }
             ),
             CpuStrategy::Outer {
                 tile,
@@ -549,7 +562,8 @@ mod tests {
             CpuStrategy::ShortRows {
                 row_len: 3,
                 row_stride: 3,
-                outputs_per_block: 21845
+                outputs_per_block: 21845,
+                picks_side_by_side: false,
             }
         );
         let x = Tensor::zeros(&[1000, 8], DType::F32, Device::Cpu).unwrap();
@@ -568,6 +582,36 @@ mod tests {
         assert!(short
             .to_string()
             .contains("short rows of 3 contiguous elements, 3 apart"));
+        // The index ops take rows end to end 8 at a time, side by side,
+        // where the row loops know the length (f16's rows are converted
+        // end to end first, whatever their stride).
+        let side_by_side = |dtype: DType, row_len: usize, sliced: bool, op: ReduceOp| {
+            let x = Tensor::zeros(&[1000, 16], dtype, Device::Cpu).unwrap();
+            let x = if sliced {
+                x.narrow(1, 0, row_len).unwrap()
+            } else {
+                x.narrow(1, 0, row_len).unwrap().contiguous().unwrap()
+            };
+            let plan = x.explain_cpu(op, &[1], false).unwrap();
+            match plan.strategy {
+                CpuStrategy::ShortRows {
+                    picks_side_by_side, ..
+                } => picks_side_by_side,
+                other => panic!("{dtype:?} rows of {row_len}: {other:?}"),
+            }
+        };
+        assert!(side_by_side(DType::F32, 3, false, ReduceOp::ArgMax));
+        assert!(side_by_side(DType::F64, 16, false, ReduceOp::MinDim));
+        assert!(side_by_side(DType::F16, 5, true, ReduceOp::ArgMin));
+        assert!(!side_by_side(DType::F32, 5, true, ReduceOp::ArgMax));
+        assert!(!side_by_side(DType::BF16, 9, false, ReduceOp::MaxDim));
+        assert!(!side_by_side(DType::F32, 4, false, ReduceOp::Sum));
+        let x = Tensor::zeros(&[1000, 4], DType::F32, Device::Cpu).unwrap();
+        let argmax = x.explain_cpu(ReduceOp::ArgMax, &[1], false).unwrap();
+        assert!(
+            argmax.to_string().contains("8 rows side by side"),
+            "{argmax}"
+        );
         // Only a size-1 dim reduced: one input per output.
         let single = plan(&[1000, 1], &[1], false);
         assert_eq!(

@@ -4,7 +4,7 @@
 //! `MinMaxReductionOps` and `MinMaxOps`.
 
 use super::element::lane_tree;
-use super::ops::{fold_column_leaf_by_rows, Both, Compute, Index, ReduceOps};
+use super::ops::{fold_column_leaf_by_rows, Both, Compute, Index, ReduceOps, ROWS_SIDE_BY_SIDE};
 
 /// A value and its index in the reduced range (`tr::ValueIndex`).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -269,6 +269,77 @@ fn pick_strip<'a, const G: usize, T: Copy + 'a, W: Compute>(
     p.copy_from_slice(from.as_flattened());
 }
 
+/// The picks of [`ROWS_SIDE_BY_SIDE`] rows of `N` elements end to end
+/// from the start of `x`, side by side: a step along the rows takes
+/// element `i` of every row, and each row's best value and the position
+/// that gave it are selects, one vector across the rows, by [`takes`].
+/// Positions come in increasing order, so a tie keeps the lower one, and
+/// a row of identities gives index 0: the pair `reduce` would give.
+///
+/// With AVX2 the rows are sorted into steps by shuffles in registers
+/// ([`super::simd::pick_rows_avx2`] and, for 8-byte compute types,
+/// `pick_rows_avx2_wide`); the portable loop below, which the compiler
+/// left as scalar compares and branches, runs on other CPUs and for a
+/// group at the input's end too short for the kernels' reads.
+#[inline(always)]
+fn pick_rows<const N: usize, T: Copy, W: Compute>(
+    x: &[T],
+    identity: W,
+    better: impl Fn(W, W) -> bool + Copy,
+    widen8: impl Fn(&[T; 8]) -> [W; 8],
+    widen: impl Fn(T) -> W,
+) -> [ValueIndex<W>; ROWS_SIDE_BY_SIDE] {
+    const G: usize = ROWS_SIDE_BY_SIDE;
+    // The kernels' compare: whether the op's order is `>` (max) or `<`.
+    #[cfg(target_arch = "x86_64")]
+    let larger = better(W::ONE, W::ZERO);
+    #[cfg(target_arch = "x86_64")]
+    if size_of::<W>() == 4 && super::isa::avx2() && x.len() >= super::simd::pick_rows_reads(N, 8) {
+        // SAFETY: W is f32, the one compute type of 4 bytes, AVX2 was
+        // detected, and `x` is long enough.
+        let (best, from) = unsafe {
+            super::simd::pick_rows_avx2::<N, T>(
+                x,
+                std::mem::transmute_copy::<W, f32>(&identity),
+                larger,
+                |c| std::mem::transmute_copy::<[W; 8], [f32; 8]>(&widen8(c)),
+            )
+        };
+        return std::array::from_fn(|r| ValueIndex {
+            // SAFETY: as above, W is f32.
+            value: unsafe { std::mem::transmute_copy::<f32, W>(&best[r]) },
+            index: from[r] as i64,
+        });
+    }
+    #[cfg(target_arch = "x86_64")]
+    if size_of::<W>() == 8 && super::isa::avx2() && x.len() >= super::simd::pick_rows_reads(N, 4) {
+        // SAFETY: W is f64 or i64, the compute types of 8 bytes, AVX2 was
+        // detected, and `x` is long enough.
+        let (best, from) = unsafe {
+            super::simd::pick_rows_avx2_wide::<N, T, W>(x, identity, larger, W::IS_INTEGER, widen)
+        };
+        return std::array::from_fn(|r| ValueIndex {
+            value: best[r],
+            index: from[r],
+        });
+    }
+    let _ = widen8;
+    let mut best = [identity; G];
+    let mut from = [0; G];
+    for i in 0..N {
+        for r in 0..G {
+            let v = widen(x[r * N + i]);
+            let take = takes(best[r], v, better);
+            best[r] = if take { v } else { best[r] };
+            from[r] = if take { i } else { from[r] };
+        }
+    }
+    std::array::from_fn(|r| ValueIndex {
+        value: best[r],
+        index: from[r] as i64,
+    })
+}
+
 /// One index functor: `$ident` is the identity's value, `$better` the
 /// strict order of values ([`beats`] breaks its ties and places NaN),
 /// `$project` what the result is made of.
@@ -309,6 +380,17 @@ macro_rules! index_ops {
             ) -> Option<ValueIndex<W>> {
                 pick_run(x, first, W::$ident, |a: W, b: W| a $better b, widen8, widen)
             }
+            #[inline(always)]
+            fn fold_row_group<const N: usize, T: Copy>(
+                &self,
+                x: &[T],
+                widen8: impl Fn(&[T; 8]) -> [W; 8],
+                widen: impl Fn(T) -> W,
+                out: &mut [ValueIndex<W>; ROWS_SIDE_BY_SIDE],
+            ) {
+                *out = pick_rows::<N, T, W>(x, W::$ident, |a: W, b: W| a $better b, widen8, widen);
+            }
+            const FOLDS_ROW_GROUPS: bool = true;
             const FOLDS_COLUMN_LEAVES: bool = true;
             #[inline(always)]
             fn fold_column_leaf<'a, T: Copy + 'a>(
@@ -385,6 +467,8 @@ impl<W: Compute> ReduceOps<W> for MinMaxOps {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpu::element::CpuElement;
+    use crate::cpu::isa::dispatch;
 
     fn vi(value: f32, index: i64) -> ValueIndex<f32> {
         ValueIndex { value, index }
@@ -540,6 +624,69 @@ mod tests {
         column_leaves_match(|x| x as f32, |x: f32| u64::from(x.to_bits()));
         column_leaves_match(|x| x, |x: f64| x.to_bits());
         column_leaves_match(|x| x as i64, |x: i64| x as u64);
+    }
+
+    /// Rows of every length the row loops fold side by side (2-8, 16),
+    /// end to end, `T` widened to `W`, with many ties, NaNs, ±0 and the
+    /// identities: each row's pair from `fold_rows` (in the ISA in use:
+    /// the explicit AVX2 where the CPU has it, and the portable loop for
+    /// groups at the input's end too short for its reads) against a plain
+    /// scan of the row.
+    fn short_rows_match<T: CpuElement, W: Compute>(
+        make: impl Fn(f64) -> T,
+        bits: impl Fn(W) -> u64,
+    ) {
+        let mut seed = 13u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) as usize
+        };
+        let specials = [f64::NAN, -0.0, 0.0, f64::INFINITY, f64::NEG_INFINITY];
+        for n in [2, 3, 4, 5, 6, 7, 8, 16] {
+            for rows in [1, 7, 8, 9, 16, 17, 45] {
+                let v: Vec<T> = (0..rows * n)
+                    .map(|i| match (i / n) % 9 {
+                        // A row of the max's identity and one of min's.
+                        3 => make(f64::NEG_INFINITY),
+                        5 => make(f64::INFINITY),
+                        _ if next() % 8 == 0 => make(specials[next() % specials.len()]),
+                        _ => make((next() % 4) as f64 - 1.5),
+                    })
+                    .collect();
+                let empty = ValueIndex {
+                    value: W::ZERO,
+                    index: -1,
+                };
+                for larger in [true, false] {
+                    let mut got = vec![empty; rows];
+                    if larger {
+                        dispatch!(T::fold_rows::<W, _>(&v, n, n, &MaxDimOps, &mut got));
+                    } else {
+                        dispatch!(T::fold_rows::<W, _>(&v, n, n, &MinDimOps, &mut got));
+                    }
+                    for (r, g) in got.iter().enumerate() {
+                        let row: Vec<W> =
+                            v[r * n..(r + 1) * n].iter().map(|&x| x.widen()).collect();
+                        let (value, first) = scan_extreme(&row, larger);
+                        let at =
+                            format!("rows of {n}, row {r} of {rows}, larger {larger}: {row:?}");
+                        assert_eq!(g.index, first as i64, "{at}");
+                        assert_eq!(bits(g.value), bits(value), "{at}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn short_rows_give_each_rows_first_extreme() {
+        short_rows_match::<f32, f32>(|x| x as f32, |x| u64::from(x.to_bits()));
+        short_rows_match::<f64, f64>(|x| x, f64::to_bits);
+        short_rows_match::<i64, i64>(|x| x as i64, |x| x as u64);
+        short_rows_match::<crate::bf16, f32>(crate::bf16::from_f64, |x| u64::from(x.to_bits()));
+        short_rows_match::<crate::f16, f32>(crate::f16::from_f64, |x| u64::from(x.to_bits()));
     }
 
     #[test]

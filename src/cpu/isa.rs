@@ -67,10 +67,19 @@ static ISA: AtomicU8 = AtomicU8::new(0);
 /// use tensor_reduce::cpu::{isa, CpuIsa};
 /// assert!(isa() <= CpuIsa::detected());
 /// ```
+#[inline]
 pub fn isa() -> CpuIsa {
-    if let Some(isa) = CpuIsa::from_code(ISA.load(Ordering::Relaxed)) {
-        return isa;
+    // Inline, as the explicit SIMD tests it a group of rows at a time;
+    // the first call's detection is out of line.
+    match CpuIsa::from_code(ISA.load(Ordering::Relaxed)) {
+        Some(isa) => isa,
+        None => first_isa(),
     }
+}
+
+#[cold]
+#[inline(never)]
+fn first_isa() -> CpuIsa {
     let capped = std::env::var("TENSOR_REDUCE_CPU_ISA").is_ok_and(|v| v == "baseline");
     let isa = if capped {
         CpuIsa::Baseline

@@ -206,6 +206,18 @@ pub(super) fn column_leaf_fold(sig: &Signature) -> Option<CpuColumnLeaf> {
     }
 }
 
+/// Whether `sig`'s short rows fold side by side where their layout lets
+/// them, as the functor it runs on says ([`ReduceOps::FOLDS_ROW_GROUPS`]),
+/// for `explain`.
+pub(super) fn folds_row_groups(sig: &Signature) -> bool {
+    match sig.op {
+        ReduceOp::MaxDim | ReduceOp::MinDim | ReduceOp::ArgMax | ReduceOp::ArgMin => {
+            <index_ops::ArgMaxOps as ReduceOps<f32>>::FOLDS_ROW_GROUPS
+        }
+        _ => false,
+    }
+}
+
 /// var, std, var_mean and std_mean on floating elements `T`, in
 /// [`welford::Acc`].
 fn welford_op<T: CpuElement>(

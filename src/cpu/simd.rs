@@ -403,6 +403,339 @@ unsafe fn combine_lanes_of_8_rows<A: Copy>(
     std::mem::transmute_copy(&trees)
 }
 
+/// The elements [`pick_rows_avx2`] (`lanes` = 8, a compute type of 4
+/// bytes) and [`pick_rows_avx2_wide`] (`lanes` = 4, of 8 bytes) read from
+/// the start of their input for 8 rows of `n`: rows that fill whole
+/// registers two or more at a time, or one row whole registers, are read
+/// end to end, the group's `8 * n` elements; other rows `lanes` elements
+/// at a time from each row's start, the last row's past its end.
+#[cfg(target_arch = "x86_64")]
+pub(super) const fn pick_rows_reads(n: usize, lanes: usize) -> usize {
+    if lanes % n == 0 || n % lanes == 0 {
+        8 * n
+    } else {
+        7 * n + n.next_multiple_of(lanes)
+    }
+}
+
+/// The picks of 8 rows of `N` (at most 16) f32 end to end from the start
+/// of `x` (widened 8 at a time by `widen8`), side by side: the rows'
+/// elements transposed so that a step takes element `i` of every row, and
+/// each row's best value (from `identity`) and the position that gave it
+/// as blends ([`pick_step`]). Returns the best values and their
+/// positions.
+///
+/// Rows of 2 and 4 come from the group's elements read end to end, two or
+/// four rows a register, sorted into columns by the shuffles of
+/// [`columns_of_pairs`] and [`columns_of_quads`]; other rows from 8
+/// elements of each ([`transpose_8x8`], 24 shuffles).
+///
+/// # Safety
+/// The CPU must have AVX2 and F16C, and `x` must hold
+/// [`pick_rows_reads`]`(N, 8)` elements.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx,avx2,f16c")]
+#[inline]
+pub(super) unsafe fn pick_rows_avx2<const N: usize, T: Copy>(
+    x: &[T],
+    identity: f32,
+    larger: bool,
+    widen8: impl Fn(&[T; 8]) -> [f32; 8],
+) -> ([f32; 8], [i32; 8]) {
+    use std::arch::x86_64::*;
+    let mut pick = Pick {
+        best: _mm256_set1_ps(identity),
+        from: _mm256_setzero_ps(),
+        larger,
+    };
+    let chunk = |at: usize| widened8(x, at, &widen8);
+    // The row each lane holds.
+    let order: [usize; 8] = match N {
+        2 => {
+            let [a, b] = columns_of_pairs(chunk(0), chunk(8));
+            pick_step(&mut pick, a, 0);
+            pick_step(&mut pick, b, 1);
+            [0, 1, 4, 5, 2, 3, 6, 7]
+        }
+        4 => {
+            let quads = columns_of_quads([chunk(0), chunk(8), chunk(16), chunk(24)]);
+            for (i, c) in quads.into_iter().enumerate() {
+                pick_step(&mut pick, c, i);
+            }
+            [0, 2, 4, 6, 1, 3, 5, 7]
+        }
+        _ => {
+            for k in (0..N).step_by(8) {
+                let rows: [__m256; 8] = std::array::from_fn(|r| chunk(r * N + k));
+                for (j, c) in transpose_8x8(rows).into_iter().take(N - k).enumerate() {
+                    pick_step(&mut pick, c, k + j);
+                }
+            }
+            [0, 1, 2, 3, 4, 5, 6, 7]
+        }
+    };
+    let b: [f32; 8] = std::mem::transmute(pick.best);
+    let f: [i32; 8] = std::mem::transmute(pick.from);
+    let (mut best, mut from) = ([0.0; 8], [0; 8]);
+    for (lane, &row) in order.iter().enumerate() {
+        best[row] = b[lane];
+        from[row] = f[lane];
+    }
+    (best, from)
+}
+
+/// `x[at..at + 8]` widened to f32, as a register. (A function, where a
+/// closure stayed a call from the loops: a closure inside a function
+/// built for AVX2 is built for the baseline.)
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn widened8<T: Copy>(
+    x: &[T],
+    at: usize,
+    widen8: &impl Fn(&[T; 8]) -> [f32; 8],
+) -> std::arch::x86_64::__m256 {
+    // SAFETY: 8 f32 are a register's 32 bytes.
+    std::mem::transmute(widen8(x[at..at + 8].try_into().expect("8 elements")))
+}
+
+/// `x[at..at + 4]` widened to a compute type of 8 bytes, as a register
+/// ([`widened8`]).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn widened4<T: Copy, W: Copy>(
+    x: &[T],
+    at: usize,
+    widen: &impl Fn(T) -> W,
+) -> std::arch::x86_64::__m256d {
+    assert_eq!(size_of::<W>(), 8, "internal: a compute type of 8 bytes");
+    let c: &[T; 4] = x[at..at + 4].try_into().expect("4 elements");
+    // SAFETY: 4 lanes of 8 bytes are a register's 32 bytes.
+    std::mem::transmute_copy(&c.map(widen))
+}
+
+/// The state of [`pick_rows_avx2`]: each lane's best value and the
+/// position that gave it (an i32 in the register's bits).
+#[cfg(target_arch = "x86_64")]
+struct Pick {
+    best: std::arch::x86_64::__m256,
+    from: std::arch::x86_64::__m256,
+    /// The op's order is `>` (max), else `<`.
+    larger: bool,
+}
+
+/// One step of [`pick_rows_avx2`]: element `i` of each lane's row, `v`,
+/// replaces the lane's best where it beats it by value, or is a NaN
+/// where the best is not (the index ops' `takes`).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn pick_step(p: &mut Pick, v: std::arch::x86_64::__m256, i: usize) {
+    use std::arch::x86_64::*;
+    let beats = if p.larger {
+        _mm256_cmp_ps::<_CMP_GT_OQ>(v, p.best)
+    } else {
+        _mm256_cmp_ps::<_CMP_LT_OQ>(v, p.best)
+    };
+    let nan_over_number = _mm256_andnot_ps(
+        _mm256_cmp_ps::<_CMP_UNORD_Q>(p.best, p.best),
+        _mm256_cmp_ps::<_CMP_UNORD_Q>(v, v),
+    );
+    let take = _mm256_or_ps(beats, nan_over_number);
+    p.best = _mm256_blendv_ps(p.best, v, take);
+    let at = _mm256_castsi256_ps(_mm256_set1_epi32(i as i32));
+    p.from = _mm256_blendv_ps(p.from, at, take);
+}
+
+/// Element 0 and element 1 of 8 rows of 2, from the rows end to end
+/// (`lo`: rows 0-3, `hi`: rows 4-7), the rows in lanes in the order 0, 1,
+/// 4, 5, 2, 3, 6, 7.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn columns_of_pairs(
+    lo: std::arch::x86_64::__m256,
+    hi: std::arch::x86_64::__m256,
+) -> [std::arch::x86_64::__m256; 2] {
+    use std::arch::x86_64::*;
+    [
+        _mm256_shuffle_ps::<0b10_00_10_00>(lo, hi),
+        _mm256_shuffle_ps::<0b11_01_11_01>(lo, hi),
+    ]
+}
+
+/// Elements 0-3 of 8 rows of 4, from the rows end to end (two rows a
+/// register), the rows in lanes in the order 0, 2, 4, 6, 1, 3, 5, 7: the
+/// first two steps of [`transpose_8x8`], which leave each 128-bit half's
+/// rows apart.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn columns_of_quads(v: [std::arch::x86_64::__m256; 4]) -> [std::arch::x86_64::__m256; 4] {
+    use std::arch::x86_64::*;
+    let t = [
+        _mm256_unpacklo_ps(v[0], v[1]),
+        _mm256_unpackhi_ps(v[0], v[1]),
+        _mm256_unpacklo_ps(v[2], v[3]),
+        _mm256_unpackhi_ps(v[2], v[3]),
+    ];
+    [
+        _mm256_shuffle_ps::<0b01_00_01_00>(t[0], t[2]),
+        _mm256_shuffle_ps::<0b11_10_11_10>(t[0], t[2]),
+        _mm256_shuffle_ps::<0b01_00_01_00>(t[1], t[3]),
+        _mm256_shuffle_ps::<0b11_10_11_10>(t[1], t[3]),
+    ]
+}
+
+/// The transpose of 8 registers of 8 lanes of 4 bytes: lane `i` of
+/// register `j` of the result is lane `j` of register `i`, in 24
+/// shuffles (pairs of rows interleaved, then pairs of pairs, then the
+/// 128-bit halves exchanged).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn transpose_8x8(r: [std::arch::x86_64::__m256; 8]) -> [std::arch::x86_64::__m256; 8] {
+    use std::arch::x86_64::*;
+    let [q0, q1, q2, q3] = columns_of_quads([r[0], r[1], r[2], r[3]]);
+    let [q4, q5, q6, q7] = columns_of_quads([r[4], r[5], r[6], r[7]]);
+    // `q0..q4` hold lanes (j, j + 4) of rows 0-3, `q4..q8` of rows 4-7.
+    [
+        _mm256_permute2f128_ps::<0x20>(q0, q4),
+        _mm256_permute2f128_ps::<0x20>(q1, q5),
+        _mm256_permute2f128_ps::<0x20>(q2, q6),
+        _mm256_permute2f128_ps::<0x20>(q3, q7),
+        _mm256_permute2f128_ps::<0x31>(q0, q4),
+        _mm256_permute2f128_ps::<0x31>(q1, q5),
+        _mm256_permute2f128_ps::<0x31>(q2, q6),
+        _mm256_permute2f128_ps::<0x31>(q3, q7),
+    ]
+}
+
+/// [`pick_rows_avx2`] for a compute type of 8 bytes (f64, or i64 where
+/// `integer`), each half of the 8 rows 4 lanes of a register: rows of 2
+/// sorted into columns by [`columns_of_pairs_wide`], longer rows 4
+/// elements at a time of each, transposed ([`transpose_4x4`]).
+///
+/// # Safety
+/// The CPU must have AVX2, `W` must be f64 or i64, and `x` must hold
+/// [`pick_rows_reads`]`(N, 4)` elements.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx,avx2,f16c")]
+#[inline]
+pub(super) unsafe fn pick_rows_avx2_wide<const N: usize, T: Copy, W: Copy>(
+    x: &[T],
+    identity: W,
+    larger: bool,
+    integer: bool,
+    widen: impl Fn(T) -> W,
+) -> ([W; 8], [i64; 8]) {
+    use std::arch::x86_64::*;
+    assert_eq!(size_of::<W>(), 8, "internal: a compute type of 8 bytes");
+    let chunk = |at: usize| widened4(x, at, &widen);
+    let (mut best, mut from) = ([identity; 8], [0i64; 8]);
+    for h in 0..2 {
+        let mut pick = PickWide {
+            best: std::mem::transmute_copy(&[identity; 4]),
+            from: _mm256_setzero_pd(),
+            larger,
+            integer,
+        };
+        let first = 4 * h * N;
+        // The row each lane holds, within the half.
+        let order: [usize; 4] = if N == 2 {
+            let [a, b] = columns_of_pairs_wide(chunk(first), chunk(first + 4));
+            pick_step_wide(&mut pick, a, 0);
+            pick_step_wide(&mut pick, b, 1);
+            [0, 2, 1, 3]
+        } else {
+            for k in (0..N).step_by(4) {
+                let rows = std::array::from_fn(|r| chunk(first + r * N + k));
+                for (j, c) in transpose_4x4(rows).into_iter().take(N - k).enumerate() {
+                    pick_step_wide(&mut pick, c, k + j);
+                }
+            }
+            [0, 1, 2, 3]
+        };
+        let m: [W; 4] = std::mem::transmute_copy(&pick.best);
+        let p: [i64; 4] = std::mem::transmute(pick.from);
+        for (lane, &row) in order.iter().enumerate() {
+            best[4 * h + row] = m[lane];
+            from[4 * h + row] = p[lane];
+        }
+    }
+    (best, from)
+}
+
+/// The state of [`pick_rows_avx2_wide`], as [`Pick`]'s: the positions
+/// are i64 in the register's bits.
+#[cfg(target_arch = "x86_64")]
+struct PickWide {
+    best: std::arch::x86_64::__m256d,
+    from: std::arch::x86_64::__m256d,
+    larger: bool,
+    /// The values are i64 (no NaN), else f64.
+    integer: bool,
+}
+
+/// One step of [`pick_rows_avx2_wide`], by [`pick_step`]'s rule.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn pick_step_wide(p: &mut PickWide, v: std::arch::x86_64::__m256d, i: usize) {
+    use std::arch::x86_64::*;
+    let take = if p.integer {
+        let (v, m) = (_mm256_castpd_si256(v), _mm256_castpd_si256(p.best));
+        _mm256_castsi256_pd(if p.larger {
+            _mm256_cmpgt_epi64(v, m)
+        } else {
+            _mm256_cmpgt_epi64(m, v)
+        })
+    } else {
+        let beats = if p.larger {
+            _mm256_cmp_pd::<_CMP_GT_OQ>(v, p.best)
+        } else {
+            _mm256_cmp_pd::<_CMP_LT_OQ>(v, p.best)
+        };
+        let nan_over_number = _mm256_andnot_pd(
+            _mm256_cmp_pd::<_CMP_UNORD_Q>(p.best, p.best),
+            _mm256_cmp_pd::<_CMP_UNORD_Q>(v, v),
+        );
+        _mm256_or_pd(beats, nan_over_number)
+    };
+    p.best = _mm256_blendv_pd(p.best, v, take);
+    let at = _mm256_castsi256_pd(_mm256_set1_epi64x(i as i64));
+    p.from = _mm256_blendv_pd(p.from, at, take);
+}
+
+/// Element 0 and element 1 of 4 rows of 2 of 8 bytes, from the rows end
+/// to end (`lo`: rows 0-1, `hi`: rows 2-3), the rows in lanes in the order
+/// 0, 2, 1, 3.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn columns_of_pairs_wide(
+    lo: std::arch::x86_64::__m256d,
+    hi: std::arch::x86_64::__m256d,
+) -> [std::arch::x86_64::__m256d; 2] {
+    use std::arch::x86_64::*;
+    [_mm256_unpacklo_pd(lo, hi), _mm256_unpackhi_pd(lo, hi)]
+}
+
+/// The transpose of 4 registers of 4 lanes of 8 bytes: lane `i` of
+/// register `j` of the result is lane `j` of register `i`, in 8
+/// shuffles.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn transpose_4x4(r: [std::arch::x86_64::__m256d; 4]) -> [std::arch::x86_64::__m256d; 4] {
+    use std::arch::x86_64::*;
+    // Lanes (j, j + 2) of rows 0 and 1, then of rows 2 and 3.
+    let t = [
+        _mm256_unpacklo_pd(r[0], r[1]),
+        _mm256_unpackhi_pd(r[0], r[1]),
+        _mm256_unpacklo_pd(r[2], r[3]),
+        _mm256_unpackhi_pd(r[2], r[3]),
+    ];
+    [
+        _mm256_permute2f128_pd::<0x20>(t[0], t[2]),
+        _mm256_permute2f128_pd::<0x20>(t[1], t[3]),
+        _mm256_permute2f128_pd::<0x31>(t[0], t[2]),
+        _mm256_permute2f128_pd::<0x31>(t[1], t[3]),
+    ]
+}
+
 /// Widens 8 bf16 to f32 with two SSE2 unpacks (each bf16 becomes the top
 /// half of its f32): the same bits as `bf16_to_f32` element by element,
 /// which the compiler vectorised with shuffles and two lanes a register.
