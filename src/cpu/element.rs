@@ -181,18 +181,13 @@ pub(super) fn sums_bytes(sig: &crate::reduce::Signature) -> bool {
 /// Whether [`CpuElement::fold_rows`] folds rows of `n` elements of
 /// `dtype`, `stride` apart, [`ROWS_SIDE_BY_SIDE`](SIDE_BY_SIDE) at a time
 /// by [`ReduceOps::fold_row_group`] where the op has one
-/// ([`ReduceOps::FOLDS_ROW_GROUPS`]): rows end to end whose length the row
-/// loops know at compile time. f16's short rows are converted end to end
-/// first, so any stride will do.
+/// ([`ReduceOps::FOLDS_ROW_GROUPS`]): rows end to end of 2 to
+/// [`SIDE_BY_SIDE_ROW`] elements. f16's rows shorter than
+/// [`F16_REGISTER_ROW`] are converted end to end first, so any stride
+/// will do.
 pub(super) fn rows_side_by_side(dtype: crate::DType, n: usize, stride: usize) -> bool {
-    let end_to_end = stride == n || (dtype == crate::DType::F16 && n < F16_REGISTER_ROW);
-    end_to_end && compiled_row_len(n)
-}
-
-/// The row lengths [`fold_rows_by_leaf`] folds with the length known at
-/// compile time: the arms of its `match`.
-const fn compiled_row_len(n: usize) -> bool {
-    matches!(n, 2..=8 | 16)
+    let converted = dtype == crate::DType::F16 && n < F16_REGISTER_ROW;
+    (stride == n || converted) && (2..=SIDE_BY_SIDE_ROW).contains(&n)
 }
 
 /// [`CpuElement::strips_in_registers`] of the element type `dtype`.
@@ -593,24 +588,7 @@ fn fold_rows_by_leaf<T: CpuElement, W: Compute, R: ReduceOps<W>>(
         let prefetch = Prefetch::here();
         let mut done = fold_vector_rows(x, stride, N, op, out, |c| c.map(conv));
         if done == 0 && stride == N && R::FOLDS_ROW_GROUPS {
-            // The index ops: 8 rows side by side, each row's best value and
-            // its position by selects. Row by row through `fold_leaf`, a
-            // short row's pick was compares and a branch random rows
-            // mispredict: on the 2-core machine (`scripts/ab_cpu.py`, 3
-            // rounds, argmax of 268 MB), rows of 2-16 ran 2.1-5x faster
-            // this way in f32, f16, bf16 and f64, i64 rows of 16 1.3x and
-            // of 2 level.
-            done = out.len() / SIDE_BY_SIDE * SIDE_BY_SIDE;
-            for (g, o) in out[..done].chunks_exact_mut(SIDE_BY_SIDE).enumerate() {
-                let xg = &x[g * SIDE_BY_SIDE * N..];
-                prefetch.ahead(&xg[..SIDE_BY_SIDE * N]);
-                op.fold_row_group::<N, T>(
-                    xg,
-                    T::widen8,
-                    conv,
-                    o.try_into().expect("a group of rows"),
-                );
-            }
+            done = fold_row_groups::<N, T, W, R>(x, N, op, out, conv);
         }
         // After the AVX2 loop only the rows past its whole groups are left,
         // for the row-by-row loop at the end.
@@ -667,7 +645,6 @@ fn fold_rows_by_leaf<T: CpuElement, W: Compute, R: ReduceOps<W>>(
             *o = fold_leaf(row, op, conv);
         }
     }
-    // The arms are `compiled_row_len`'s lengths.
     match n {
         2 => rows_of::<2, T, W, R>(x, stride, op, out, conv),
         3 => rows_of::<3, T, W, R>(x, stride, op, out, conv),
@@ -677,6 +654,12 @@ fn fold_rows_by_leaf<T: CpuElement, W: Compute, R: ReduceOps<W>>(
         7 => rows_of::<7, T, W, R>(x, stride, op, out, conv),
         8 => rows_of::<8, T, W, R>(x, stride, op, out, conv),
         16 => rows_of::<16, T, W, R>(x, stride, op, out, conv),
+        9..=SIDE_BY_SIDE_ROW if R::FOLDS_ROW_GROUPS && stride == n => {
+            let done = fold_row_groups::<0, T, W, R>(x, n, op, out, conv);
+            for (i, o) in out.iter_mut().enumerate().skip(done) {
+                *o = fold_leaf(&x[i * n..(i + 1) * n], op, conv);
+            }
+        }
         _ => fold_leaves(
             op,
             n,
@@ -685,6 +668,49 @@ fn fold_rows_by_leaf<T: CpuElement, W: Compute, R: ReduceOps<W>>(
             |i, lanes| T::accumulate_contiguous(&x[i * stride..i * stride + n], 0, op, lanes),
         ),
     }
+}
+
+/// The longest rows end to end an op with [`ReduceOps::FOLDS_ROW_GROUPS`]
+/// folds side by side; longer rows fold one at a time, where the index
+/// ops' two passes over a row (`fold_run`) caught up: single-threaded on
+/// the 2-core machine (8 MiB from cache), argmax of f32 rows of 32, 128
+/// and 256 took 3.6-4.1, 1.3-1.5 and 1.1-1.2 ms row by row against
+/// 0.6-0.9 side by side, and rows of 1024 0.7 ms either way.
+const SIDE_BY_SIDE_ROW: usize = 256;
+
+/// Folds the whole groups of [`SIDE_BY_SIDE`] rows of `n` elements end to
+/// end in `x` into `out` by [`ReduceOps::fold_row_group`] (`N`: `n` where
+/// known at compile time, else 0) and returns the number of rows folded;
+/// the caller folds the rest.
+#[inline(always)]
+fn fold_row_groups<const N: usize, T: CpuElement, W: Compute, R: ReduceOps<W>>(
+    x: &[T],
+    n: usize,
+    op: &R,
+    out: &mut [R::Acc],
+    conv: impl Fn(T) -> W + Copy,
+) -> usize {
+    // The index ops: 8 rows side by side, each row's best value and
+    // its position by selects. Row by row through `fold_leaf`, a
+    // short row's pick was compares and a branch random rows
+    // mispredict: on the 2-core machine (`scripts/ab_cpu.py`, 3
+    // rounds, argmax of 268 MB), rows of 2-16 ran 2.1-5x faster
+    // this way in f32, f16, bf16 and f64, i64 rows of 16 1.3x and
+    // of 2 level.
+    let prefetch = Prefetch::here();
+    let done = out.len() / SIDE_BY_SIDE * SIDE_BY_SIDE;
+    for (g, o) in out[..done].chunks_exact_mut(SIDE_BY_SIDE).enumerate() {
+        let xg = &x[g * SIDE_BY_SIDE * n..];
+        prefetch.ahead(&xg[..SIDE_BY_SIDE * n]);
+        op.fold_row_group::<N, T>(
+            xg,
+            n,
+            T::widen8,
+            conv,
+            o.try_into().expect("a group of rows"),
+        );
+    }
+    done
 }
 
 /// Rows of 8 or 16 elements end to end with a state of 4 bytes, folded by

@@ -64,7 +64,7 @@ pub enum CpuStrategy {
         /// Whether a task folds 8 rows at a time side by side, a step
         /// taking element `i` of every row, each row's best value and its
         /// position kept by selects (the index ops, on rows end to end of
-        /// 2-8 or 16 elements); else each row as one leaf.
+        /// 2 to 256 elements); else each row as one leaf.
         picks_side_by_side: bool,
     },
     /// Column sums: the fastest output dim is contiguous in the input, so
@@ -583,10 +583,10 @@ mod tests {
             .to_string()
             .contains("short rows of 3 contiguous elements, 3 apart"));
         // The index ops take rows end to end 8 at a time, side by side,
-        // where the row loops know the length (f16's rows are converted
-        // end to end first, whatever their stride).
+        // up to 256 elements (f16's short rows are converted end to end
+        // first, whatever their stride).
         let side_by_side = |dtype: DType, row_len: usize, sliced: bool, op: ReduceOp| {
-            let x = Tensor::zeros(&[1000, 16], dtype, Device::Cpu).unwrap();
+            let x = Tensor::zeros(&[1000, 300], dtype, Device::Cpu).unwrap();
             let x = if sliced {
                 x.narrow(1, 0, row_len).unwrap()
             } else {
@@ -604,7 +604,8 @@ mod tests {
         assert!(side_by_side(DType::F64, 16, false, ReduceOp::MinDim));
         assert!(side_by_side(DType::F16, 5, true, ReduceOp::ArgMin));
         assert!(!side_by_side(DType::F32, 5, true, ReduceOp::ArgMax));
-        assert!(!side_by_side(DType::BF16, 9, false, ReduceOp::MaxDim));
+        assert!(side_by_side(DType::BF16, 9, false, ReduceOp::MaxDim));
+        assert!(!side_by_side(DType::I64, 300, false, ReduceOp::ArgMax));
         assert!(!side_by_side(DType::F32, 4, false, ReduceOp::Sum));
         let x = Tensor::zeros(&[1000, 4], DType::F32, Device::Cpu).unwrap();
         let argmax = x.explain_cpu(ReduceOp::ArgMax, &[1], false).unwrap();

@@ -278,27 +278,29 @@ pub(crate) trait ReduceOps<W: Compute>: Copy + Send + Sync {
         let _ = widen8;
         fold_column_leaf_by_rows(self, row, lo, hi, widen, acc);
     }
-    /// Whether rows of up to 16 elements end to end fold
-    /// [`ROWS_SIDE_BY_SIDE`] at a time through
-    /// [`fold_row_group`](Self::fold_row_group) rather than through each
-    /// row's lanes.
+    /// Whether short rows end to end fold [`ROWS_SIDE_BY_SIDE`] at a time
+    /// through [`fold_row_group`](Self::fold_row_group) rather than
+    /// through each row's lanes.
     const FOLDS_ROW_GROUPS: bool = false;
-    /// Sets `out[r]` to the fold of row `r` of the [`ROWS_SIDE_BY_SIDE`] rows of
-    /// `n` elements end to end in `x` (reduce indices from 0), for an op
-    /// with a faster way across rows side by side than through each row's
-    /// lanes: the index ops' (each row's best value and its position as
-    /// selects, a vector across the rows). The default folds each row by
-    /// `reduce`, element by element.
+    /// Sets `out[r]` to the fold of row `r` of the [`ROWS_SIDE_BY_SIDE`]
+    /// rows of `n` elements end to end from the start of `x` (which may
+    /// hold more; reduce indices from 0), for an op with a faster way
+    /// across rows side by side than through each row's lanes: the index
+    /// ops' (each row's best value and its position as selects, a vector
+    /// across the rows). `N` is `n` where the caller knows it at compile
+    /// time, else 0. The default folds each row by `reduce`, element by
+    /// element.
     #[inline(always)]
     fn fold_row_group<const N: usize, T: Copy>(
         &self,
         x: &[T],
+        n: usize,
         widen8: impl Fn(&[T; 8]) -> [W; 8],
         widen: impl Fn(T) -> W,
         out: &mut [Self::Acc; ROWS_SIDE_BY_SIDE],
     ) {
         let _ = widen8;
-        for (o, row) in out.iter_mut().zip(x.chunks_exact(N)) {
+        for (o, row) in out.iter_mut().zip(x.chunks_exact(n)) {
             *o = row
                 .iter()
                 .enumerate()

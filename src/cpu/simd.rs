@@ -418,8 +418,8 @@ pub(super) const fn pick_rows_reads(n: usize, lanes: usize) -> usize {
     }
 }
 
-/// The picks of 8 rows of `N` (at most 16) f32 end to end from the start
-/// of `x` (widened 8 at a time by `widen8`), side by side: the rows'
+/// The picks of 8 rows of `n` f32 end to end from the start of `x`
+/// (widened 8 at a time by `widen8`), side by side: the rows'
 /// elements transposed so that a step takes element `i` of every row, and
 /// each row's best value (from `identity`) and the position that gave it
 /// as blends ([`pick_step`]). Returns the best values and their
@@ -432,42 +432,53 @@ pub(super) const fn pick_rows_reads(n: usize, lanes: usize) -> usize {
 ///
 /// # Safety
 /// The CPU must have AVX2 and F16C, and `x` must hold
-/// [`pick_rows_reads`]`(N, 8)` elements.
+/// [`pick_rows_reads`]`(n, 8)` elements. `N` is `n` where the caller
+/// knows it at compile time (the loops then unroll), else 0.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx,avx2,f16c")]
 #[inline]
 pub(super) unsafe fn pick_rows_avx2<const N: usize, T: Copy>(
     x: &[T],
+    n: usize,
     identity: f32,
     larger: bool,
     widen8: impl Fn(&[T; 8]) -> [f32; 8],
 ) -> ([f32; 8], [i32; 8]) {
     use std::arch::x86_64::*;
+    let n = if N == 0 { n } else { N };
     let mut pick = Pick {
         best: _mm256_set1_ps(identity),
         from: _mm256_setzero_ps(),
         larger,
     };
-    let chunk = |at: usize| widened8(x, at, &widen8);
     // The row each lane holds.
-    let order: [usize; 8] = match N {
+    let order: [usize; 8] = match n {
         2 => {
-            let [a, b] = columns_of_pairs(chunk(0), chunk(8));
+            let [a, b] = columns_of_pairs(widened8(x, 0, &widen8), widened8(x, 8, &widen8));
             pick_step(&mut pick, a, 0);
             pick_step(&mut pick, b, 1);
             [0, 1, 4, 5, 2, 3, 6, 7]
         }
         4 => {
-            let quads = columns_of_quads([chunk(0), chunk(8), chunk(16), chunk(24)]);
+            let quads = columns_of_quads([
+                widened8(x, 0, &widen8),
+                widened8(x, 8, &widen8),
+                widened8(x, 16, &widen8),
+                widened8(x, 24, &widen8),
+            ]);
             for (i, c) in quads.into_iter().enumerate() {
                 pick_step(&mut pick, c, i);
             }
             [0, 2, 4, 6, 1, 3, 5, 7]
         }
         _ => {
-            for k in (0..N).step_by(8) {
-                let rows: [__m256; 8] = std::array::from_fn(|r| chunk(r * N + k));
-                for (j, c) in transpose_8x8(rows).into_iter().take(N - k).enumerate() {
+            for k in (0..n).step_by(8) {
+                // A loop, not `from_fn`: its closure stayed a call.
+                let mut rows = [_mm256_setzero_ps(); 8];
+                for (r, row) in rows.iter_mut().enumerate() {
+                    *row = widened8(x, r * n + k, &widen8);
+                }
+                for (j, c) in transpose_8x8(rows).into_iter().take(n - k).enumerate() {
                     pick_step(&mut pick, c, k + j);
                 }
             }
@@ -613,12 +624,13 @@ unsafe fn transpose_8x8(r: [std::arch::x86_64::__m256; 8]) -> [std::arch::x86_64
 ///
 /// # Safety
 /// The CPU must have AVX2, `W` must be f64 or i64, and `x` must hold
-/// [`pick_rows_reads`]`(N, 4)` elements.
+/// [`pick_rows_reads`]`(n, 4)` elements. `N` as for [`pick_rows_avx2`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx,avx2,f16c")]
 #[inline]
 pub(super) unsafe fn pick_rows_avx2_wide<const N: usize, T: Copy, W: Copy>(
     x: &[T],
+    n: usize,
     identity: W,
     larger: bool,
     integer: bool,
@@ -626,7 +638,7 @@ pub(super) unsafe fn pick_rows_avx2_wide<const N: usize, T: Copy, W: Copy>(
 ) -> ([W; 8], [i64; 8]) {
     use std::arch::x86_64::*;
     assert_eq!(size_of::<W>(), 8, "internal: a compute type of 8 bytes");
-    let chunk = |at: usize| widened4(x, at, &widen);
+    let n = if N == 0 { n } else { N };
     let (mut best, mut from) = ([identity; 8], [0i64; 8]);
     for h in 0..2 {
         let mut pick = PickWide {
@@ -635,17 +647,18 @@ pub(super) unsafe fn pick_rows_avx2_wide<const N: usize, T: Copy, W: Copy>(
             larger,
             integer,
         };
-        let first = 4 * h * N;
+        let first = 4 * h * n;
         // The row each lane holds, within the half.
-        let order: [usize; 4] = if N == 2 {
-            let [a, b] = columns_of_pairs_wide(chunk(first), chunk(first + 4));
+        let order: [usize; 4] = if n == 2 {
+            let [a, b] =
+                columns_of_pairs_wide(widened4(x, first, &widen), widened4(x, first + 4, &widen));
             pick_step_wide(&mut pick, a, 0);
             pick_step_wide(&mut pick, b, 1);
             [0, 2, 1, 3]
         } else {
-            for k in (0..N).step_by(4) {
-                let rows = std::array::from_fn(|r| chunk(first + r * N + k));
-                for (j, c) in transpose_4x4(rows).into_iter().take(N - k).enumerate() {
+            for k in (0..n).step_by(4) {
+                let rows = std::array::from_fn(|r| widened4(x, first + r * n + k, &widen));
+                for (j, c) in transpose_4x4(rows).into_iter().take(n - k).enumerate() {
                     pick_step_wide(&mut pick, c, k + j);
                 }
             }
