@@ -179,15 +179,27 @@ pub(super) fn sums_bytes(sig: &crate::reduce::Signature) -> bool {
 }
 
 /// Whether [`CpuElement::fold_rows`] folds rows of `n` elements of
-/// `dtype`, `stride` apart, [`ROWS_SIDE_BY_SIDE`](SIDE_BY_SIDE) at a time
-/// by [`ReduceOps::fold_row_group`] where the op has one
-/// ([`ReduceOps::FOLDS_ROW_GROUPS`]): rows end to end of 2 to
-/// [`SIDE_BY_SIDE_ROW`] elements. f16's rows shorter than
-/// [`F16_REGISTER_ROW`] are converted end to end first, so any stride
-/// will do.
-pub(super) fn rows_side_by_side(dtype: crate::DType, n: usize, stride: usize) -> bool {
+/// `dtype`, `stride` apart, computed in `compute`,
+/// [`ROWS_SIDE_BY_SIDE`](SIDE_BY_SIDE) at a time by
+/// [`ReduceOps::fold_row_group`] where the op has one
+/// ([`ReduceOps::FOLDS_ROW_GROUPS`]): rows end to end of 2 elements to
+/// [`SIDE_BY_SIDE_BYTES`] of compute values ([`side_by_side`]). f16's
+/// rows shorter than [`F16_REGISTER_ROW`] are converted end to end
+/// first, so any stride will do.
+pub(super) fn rows_side_by_side(
+    dtype: crate::DType,
+    compute: crate::DType,
+    n: usize,
+    stride: usize,
+) -> bool {
     let converted = dtype == crate::DType::F16 && n < F16_REGISTER_ROW;
-    (stride == n || converted) && (2..=SIDE_BY_SIDE_ROW).contains(&n)
+    (stride == n || converted) && side_by_side(n, compute.size_in_bytes())
+}
+
+/// Whether rows of `n` compute values of `bytes` each fold side by side
+/// ([`SIDE_BY_SIDE_BYTES`]).
+const fn side_by_side(n: usize, bytes: usize) -> bool {
+    n >= 2 && n * bytes <= SIDE_BY_SIDE_BYTES
 }
 
 /// [`CpuElement::strips_in_registers`] of the element type `dtype`.
@@ -654,7 +666,7 @@ fn fold_rows_by_leaf<T: CpuElement, W: Compute, R: ReduceOps<W>>(
         7 => rows_of::<7, T, W, R>(x, stride, op, out, conv),
         8 => rows_of::<8, T, W, R>(x, stride, op, out, conv),
         16 => rows_of::<16, T, W, R>(x, stride, op, out, conv),
-        9..=SIDE_BY_SIDE_ROW if R::FOLDS_ROW_GROUPS && stride == n => {
+        _ if R::FOLDS_ROW_GROUPS && stride == n && side_by_side(n, size_of::<W>()) => {
             let done = fold_row_groups::<0, T, W, R>(x, n, op, out, conv);
             for (i, o) in out.iter_mut().enumerate().skip(done) {
                 *o = fold_leaf(&x[i * n..(i + 1) * n], op, conv);
@@ -670,13 +682,15 @@ fn fold_rows_by_leaf<T: CpuElement, W: Compute, R: ReduceOps<W>>(
     }
 }
 
-/// The longest rows end to end an op with [`ReduceOps::FOLDS_ROW_GROUPS`]
-/// folds side by side; longer rows fold one at a time, where the index
-/// ops' two passes over a row (`fold_run`) caught up: single-threaded on
-/// the 2-core machine (8 MiB from cache), argmax of f32 rows of 32, 128
-/// and 256 took 3.6-4.1, 1.3-1.5 and 1.1-1.2 ms row by row against
-/// 0.6-0.9 side by side, and rows of 1024 0.7 ms either way.
-const SIDE_BY_SIDE_ROW: usize = 256;
+/// The longest rows, in bytes of compute values, that an op with
+/// [`ReduceOps::FOLDS_ROW_GROUPS`] folds side by side; longer rows fold one
+/// at a time, by the index ops' two passes over a row (`fold_run`). On
+/// the 2-core machine (`scripts/ab_cpu.py`, 3 rounds, argmax of 128-268
+/// MB, two threads), side by side against row by row: f32 rows of 32, 64
+/// and 128 (512 bytes) ran 3.6x, 2.2x and 1.14x faster, and of 256 (1
+/// KiB) 0.85x; f16 and bf16 rows of 128 1.6-1.9x; f64 and i64 rows of
+/// 128 (1 KiB) 0.78x and 0.59x.
+const SIDE_BY_SIDE_BYTES: usize = 512;
 
 /// Folds the whole groups of [`SIDE_BY_SIDE`] rows of `n` elements end to
 /// end in `x` into `out` by [`ReduceOps::fold_row_group`] (`N`: `n` where

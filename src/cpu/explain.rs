@@ -11,7 +11,7 @@ use super::tree::{
     column_walk, splits, threads_split_rows, tile_width, ColumnWalk, Layout, BYTE_LEAF_MIN_TILE,
     LEAF, OUTER_LEAF_ROWS, PARALLEL_GRAIN, REGISTER_TILE,
 };
-use super::{column_leaf_fold, folds_row_groups, runs, team};
+use super::{column_leaf_fold, compute_type, folds_row_groups, runs, team};
 use crate::iter::TensorIterator;
 use crate::reduce::{ReduceDims, ReduceOp, Signature};
 use crate::{Result, Tensor};
@@ -64,7 +64,8 @@ pub enum CpuStrategy {
         /// Whether a task folds 8 rows at a time side by side, a step
         /// taking element `i` of every row, each row's best value and its
         /// position kept by selects (the index ops, on rows end to end of
-        /// 2 to 256 elements); else each row as one leaf.
+        /// 2 elements to 512 bytes of compute values); else each row as
+        /// one leaf.
         picks_side_by_side: bool,
     },
     /// Column sums: the fastest output dim is contiguous in the input, so
@@ -213,7 +214,12 @@ impl CpuPlan {
                 row_stride,
                 outputs_per_block,
                 picks_side_by_side: folds_row_groups(signature)
-                    && rows_side_by_side(signature.input, row_len, row_stride),
+                    && rows_side_by_side(
+                        signature.input,
+                        compute_type(signature),
+                        row_len,
+                        row_stride,
+                    ),
             }
         } else if layout.is_outer() {
             let width = output_dims[0].0;
@@ -287,7 +293,7 @@ impl fmt::Display for CpuPlan {
             self.num_outputs,
             self.inputs_per_output,
             self.signature.op.functor(),
-            super::compute_type(&self.signature),
+            compute_type(&self.signature),
             match self.runs_on {
                 CpuThreads::Caller => "on the calling thread".to_string(),
                 CpuThreads::Team if self.threads == 1 => {
@@ -583,8 +589,8 @@ mod tests {
             .to_string()
             .contains("short rows of 3 contiguous elements, 3 apart"));
         // The index ops take rows end to end 8 at a time, side by side,
-        // up to 256 elements (f16's short rows are converted end to end
-        // first, whatever their stride).
+        // up to 512 bytes of compute values (f16's short rows are
+        // converted end to end first, whatever their stride).
         let side_by_side = |dtype: DType, row_len: usize, sliced: bool, op: ReduceOp| {
             let x = Tensor::zeros(&[1000, 300], dtype, Device::Cpu).unwrap();
             let x = if sliced {
@@ -605,7 +611,10 @@ mod tests {
         assert!(side_by_side(DType::F16, 5, true, ReduceOp::ArgMin));
         assert!(!side_by_side(DType::F32, 5, true, ReduceOp::ArgMax));
         assert!(side_by_side(DType::BF16, 9, false, ReduceOp::MaxDim));
-        assert!(!side_by_side(DType::I64, 300, false, ReduceOp::ArgMax));
+        assert!(side_by_side(DType::F16, 128, false, ReduceOp::ArgMax));
+        assert!(!side_by_side(DType::F32, 129, false, ReduceOp::ArgMax));
+        assert!(side_by_side(DType::I32, 64, false, ReduceOp::ArgMax));
+        assert!(!side_by_side(DType::F64, 65, false, ReduceOp::ArgMin));
         assert!(!side_by_side(DType::F32, 4, false, ReduceOp::Sum));
         let x = Tensor::zeros(&[1000, 4], DType::F32, Device::Cpu).unwrap();
         let argmax = x.explain_cpu(ReduceOp::ArgMax, &[1], false).unwrap();

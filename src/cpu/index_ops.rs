@@ -643,8 +643,8 @@ mod tests {
     }
 
     /// Rows of the lengths the row loops fold side by side (2-8 and 16
-    /// known at compile time, others up to 256) and just past them, end
-    /// to end, `T` widened to `W`, with many ties, NaNs, ±0 and the
+    /// known at compile time, others up to 512 bytes of compute values)
+    /// and just past them, end to end, `T` widened to `W`, with many ties, NaNs, ±0 and the
     /// identities: each row's pair from `fold_rows` (in the ISA in use:
     /// the explicit AVX2 where the CPU has it, and the portable loop for
     /// groups at the input's end too short for its reads) against a plain
@@ -662,7 +662,7 @@ mod tests {
         };
         let specials = [f64::NAN, -0.0, 0.0, f64::INFINITY, f64::NEG_INFINITY];
         for n in [
-            2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 31, 32, 33, 100, 128, 256, 257,
+            2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 31, 32, 33, 63, 64, 65, 100, 128, 129,
         ] {
             for rows in [1, 7, 8, 9, 16, 17, 45] {
                 let v: Vec<T> = (0..rows * n)
