@@ -704,13 +704,12 @@ fn fold_row_groups<const N: usize, T: CpuElement, W: Compute, R: ReduceOps<W>>(
     out: &mut [R::Acc],
     conv: impl Fn(T) -> W + Copy,
 ) -> usize {
-    // The index ops: 8 rows side by side, each row's best value and
-    // its position by selects. Row by row through `fold_leaf`, a
-    // short row's pick was compares and a branch random rows
-    // mispredict: on the 2-core machine (`scripts/ab_cpu.py`, 3
-    // rounds, argmax of 268 MB), rows of 2-16 ran 2.1-5x faster
-    // this way in f32, f16, bf16 and f64, i64 rows of 16 1.3x and
-    // of 2 level.
+    // The index ops: 8 rows side by side, each row's best value and its
+    // position by selects. Row by row through `fold_leaf`, a short row's
+    // pick was compares and a branch random rows mispredict: on the 2-core
+    // machine (`scripts/ab_cpu.py`, 3 rounds, argmax of 268 MB), rows of
+    // 2-16 ran 2.1-5x faster this way in f32, f16, bf16 and f64, i64 rows
+    // of 16 1.3x and of 2 level.
     let prefetch = Prefetch::here();
     let done = out.len() / SIDE_BY_SIDE * SIDE_BY_SIDE;
     for (g, o) in out[..done].chunks_exact_mut(SIDE_BY_SIDE).enumerate() {

@@ -405,10 +405,10 @@ unsafe fn combine_lanes_of_8_rows<A: Copy>(
 
 /// The elements [`pick_rows_avx2`] (`lanes` = 8, a compute type of 4
 /// bytes) and [`pick_rows_avx2_wide`] (`lanes` = 4, of 8 bytes) read from
-/// the start of their input for 8 rows of `n`: rows that fill whole
-/// registers two or more at a time, or one row whole registers, are read
-/// end to end, the group's `8 * n` elements; other rows `lanes` elements
-/// at a time from each row's start, the last row's past its end.
+/// the start of their input for 8 rows of `n`: the group's own `8 * n`
+/// where `n` divides a register's `lanes` or `lanes` divides `n`; else
+/// the first 7 rows and the last rounded up to whole registers, as each
+/// row is read `lanes` elements at a time from its start.
 #[cfg(target_arch = "x86_64")]
 pub(super) const fn pick_rows_reads(n: usize, lanes: usize) -> usize {
     if lanes % n == 0 || n % lanes == 0 {
