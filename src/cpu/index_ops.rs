@@ -277,9 +277,9 @@ fn pick_strip<'a, const G: usize, T: Copy + 'a, W: Compute>(
 /// from the start of `x` (`N`: `n` where known at compile time, else 0),
 /// side by side: a step along the rows takes element `i` of every row,
 /// and each row's best value and the position that gave it are selects,
-/// one vector across the rows, by [`takes`].
-/// Positions come in increasing order, so a tie keeps the lower one, and
-/// a row of identities gives index 0: the pair `reduce` would give.
+/// one vector across the rows, by [`takes`]. Positions come in increasing
+/// order, so a tie keeps the lower one, and a row of identities gives
+/// index 0: the pair `reduce` would give.
 ///
 /// With AVX2 the rows are sorted into steps by shuffles in registers
 /// ([`super::simd::pick_rows_avx2`] and, for 8-byte compute types,
@@ -404,7 +404,8 @@ macro_rules! index_ops {
                 widen: impl Fn(T) -> W,
                 out: &mut [ValueIndex<W>; ROWS_SIDE_BY_SIDE],
             ) {
-                *out = pick_rows::<N, T, W>(x, n, W::$ident, |a: W, b: W| a $better b, widen8, widen);
+                let better = |a: W, b: W| a $better b;
+                *out = pick_rows::<N, T, W>(x, n, W::$ident, better, widen8, widen);
             }
             const FOLDS_ROW_GROUPS: bool = true;
             const FOLDS_COLUMN_LEAVES: bool = true;
@@ -644,11 +645,11 @@ mod tests {
 
     /// Rows of the lengths the row loops fold side by side (2-8 and 16
     /// known at compile time, others up to 512 bytes of compute values)
-    /// and just past them, end to end, `T` widened to `W`, with many ties, NaNs, ±0 and the
-    /// identities: each row's pair from `fold_rows` (in the ISA in use:
-    /// the explicit AVX2 where the CPU has it, and the portable loop for
-    /// groups at the input's end too short for its reads) against a plain
-    /// scan of the row.
+    /// and just past them, end to end, `T` widened to `W`, with many ties,
+    /// NaNs, ±0 and the identities: each row's pair from `fold_rows` (in
+    /// the ISA in use: the explicit AVX2 where the CPU has it, and the
+    /// portable loop for groups at the input's end too short for its
+    /// reads) against a plain scan of the row.
     fn short_rows_match<T: CpuElement, W: Compute>(
         make: impl Fn(f64) -> T,
         bits: impl Fn(W) -> u64,
