@@ -504,33 +504,35 @@ mod tests {
     }
 
     /// The first index of the largest (or smallest) of `v`, a NaN the
-    /// largest of all: a plain scan, the reference for the run fold.
-    fn first_extreme(v: &[f32], larger: bool) -> Option<(f32, usize)> {
-        let mut best: Option<(f32, usize)> = None;
-        for (i, &x) in v.iter().enumerate() {
-            let wins = match best {
-                None => true,
-                Some((b, _)) if b.is_nan() => false,
-                Some((b, _)) => x.is_nan() || (larger && x > b) || (!larger && x < b),
-            };
-            if wins {
-                best = Some((x, i));
+    /// largest of all, by a plain scan: the tests' reference.
+    fn scan_extreme<W: Compute>(v: &[W], larger: bool) -> (W, usize) {
+        let mut best = (v[0], 0);
+        for (i, &x) in v.iter().enumerate().skip(1) {
+            let b = best.0;
+            if !b.is_nan() && (x.is_nan() || (larger && x > b) || (!larger && x < b)) {
+                best = (x, i);
             }
         }
         best
+    }
+
+    /// A seeded stream of pseudo-random numbers (a linear congruential
+    /// generator's high bits), for the tests' values.
+    fn lcg(seed: u64) -> impl FnMut() -> usize {
+        let mut state = seed;
+        move || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) as usize
+        }
     }
 
     #[test]
     fn run_fold_finds_the_first_extreme() {
         // Lengths around the fold's blocks of 32 and chunks of 8; values
         // with many ties, a NaN, ±0 and the identities themselves.
-        let mut seed = 7u64;
-        let mut next = || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 33) as usize
-        };
+        let mut next = lcg(7);
         let specials = [f32::NAN, -0.0, 0.0, f32::INFINITY, f32::NEG_INFINITY];
         for n in 0..100 {
             for trial in 0..12 {
@@ -554,7 +556,7 @@ mod tests {
                     } else {
                         ReduceOps::<f32>::fold_run(&MinDimOps, &v, first, |c| *c, |x| x)
                     };
-                    let want = first_extreme(&v, larger);
+                    let want = (!v.is_empty()).then(|| scan_extreme(&v, larger));
                     match (got, want) {
                         (None, None) => {}
                         (Some(g), Some((value, at))) => {
@@ -573,13 +575,7 @@ mod tests {
     /// by row through `reduce`, and, for leaves from row 0, by a plain
     /// scan of each column.
     fn column_leaves_match<W: Compute>(make: impl Fn(f64) -> W, bits: impl Fn(W) -> u64) {
-        let mut seed = 11u64;
-        let mut next = || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 33) as usize
-        };
+        let mut next = lcg(11);
         let specials = [f64::NAN, -0.0, 0.0, f64::INFINITY, f64::NEG_INFINITY];
         // Widths around the strips of 8 and 16 columns and past a chunk of
         // 256; rows past a block of 16; leaves from row 0 and past it.
@@ -623,19 +619,6 @@ mod tests {
         }
     }
 
-    /// The first index of the largest (or smallest) of `v`, a NaN the
-    /// largest of all, by a plain scan.
-    fn scan_extreme<W: Compute>(v: &[W], larger: bool) -> (W, usize) {
-        let mut best = (v[0], 0);
-        for (i, &x) in v.iter().enumerate().skip(1) {
-            let b = best.0;
-            if !b.is_nan() && (x.is_nan() || (larger && x > b) || (!larger && x < b)) {
-                best = (x, i);
-            }
-        }
-        best
-    }
-
     #[test]
     fn column_leaves_give_the_row_by_row_pairs() {
         column_leaves_match(|x| x as f32, |x: f32| u64::from(x.to_bits()));
@@ -654,13 +637,7 @@ mod tests {
         make: impl Fn(f64) -> T,
         bits: impl Fn(W) -> u64,
     ) {
-        let mut seed = 13u64;
-        let mut next = || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 33) as usize
-        };
+        let mut next = lcg(13);
         let specials = [f64::NAN, -0.0, 0.0, f64::INFINITY, f64::NEG_INFINITY];
         for n in [
             2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 31, 32, 33, 63, 64, 65, 100, 128, 129,
